@@ -1,0 +1,208 @@
+//! [`SchemeError`]: why a probe or fetch failed, naming the source and the cause.
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+use hydra_core::{ByteRange, Failure};
+
+use crate::endpoint::Endpoint;
+
+/// A failed probe or fetch: which source (its URL without credentials) and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{endpoint}: {kind}")]
+pub struct SchemeError {
+    /// The source, as [`Endpoint`]'s `Display` (never holds credentials).
+    pub endpoint: String,
+    /// The cause.
+    #[source]
+    pub kind: ErrorKind,
+}
+
+impl SchemeError {
+    /// An error about `endpoint`.
+    pub fn new(endpoint: &Endpoint, kind: ErrorKind) -> Self {
+        SchemeError {
+            endpoint: endpoint.to_string(),
+            kind,
+        }
+    }
+
+    /// How the scheduler should treat the source after this error. See [`ErrorKind::failure`].
+    pub fn failure_kind(&self) -> Failure {
+        self.kind.failure()
+    }
+
+    /// True when the error is local (the sink), not the source's fault: the engine should stop
+    /// the whole transfer rather than blame the source.
+    pub fn is_local(&self) -> bool {
+        matches!(self.kind, ErrorKind::Sink(_))
+    }
+}
+
+/// Which deadline expired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutPhase {
+    /// Dialling, TLS and proxy handshakes.
+    Connect,
+    /// Waiting for the first response byte after sending a request.
+    FirstByte,
+    /// Waiting for the next body byte.
+    IdleRead,
+}
+
+impl fmt::Display for TimeoutPhase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TimeoutPhase::Connect => "connect",
+            TimeoutPhase::FirstByte => "first byte",
+            TimeoutPhase::IdleRead => "idle read",
+        })
+    }
+}
+
+/// The cause of a [`SchemeError`]. Every variant a peer can cause is here; none of them panics.
+#[derive(Debug, thiserror::Error)]
+pub enum ErrorKind {
+    /// The object is not the one the probe saw (validator, modification time or size differ):
+    /// combining its bytes with earlier ones would make a file mixed from two versions.
+    #[error("object changed since the probe: {detail}")]
+    ObjectChanged {
+        /// What differed, e.g. `ETag "a" became "b"`.
+        detail: String,
+    },
+    /// The source answered a range request with the whole object: it ignores ranges.
+    #[error("source ignores range requests (answered a range with the whole object)")]
+    RangeIgnored,
+    /// The range the source sent is not the range asked for (or is missing).
+    #[error("Content-Range mismatch: asked for {asked}, got {got}")]
+    ContentRangeMismatch {
+        /// The range requested.
+        asked: ByteRange,
+        /// What the response named (`none` when absent).
+        got: String,
+    },
+    /// The body ended before the range did.
+    #[error("body truncated at byte {got}, expected up to {expected}")]
+    Truncated {
+        /// Where the body should have ended.
+        expected: u64,
+        /// Where it ended.
+        got: u64,
+    },
+    /// An unexpected status.
+    #[error("status {code}{}", reason.as_deref().map(|r| format!(" {r}")).unwrap_or_default())]
+    Status {
+        /// The status code.
+        code: u16,
+        /// The reason phrase, when known.
+        reason: Option<String>,
+    },
+    /// A deadline expired.
+    #[error("{phase} timeout after {after:?}")]
+    Timeout {
+        /// Which one.
+        phase: TimeoutPhase,
+        /// Its length.
+        after: Duration,
+    },
+    /// The source asked us to slow down (HTTP 429/503, FTP 421).
+    #[error("refused by source{}", retry_after.map(|d| format!(", retry after {d:?}")).unwrap_or_default())]
+    Refused {
+        /// How long it asked us to wait, when it said.
+        retry_after: Option<Duration>,
+    },
+    /// A transport error (connect, reset, TLS, proxy).
+    #[error("I/O: {0}")]
+    Io(#[source] io::Error),
+    /// A redirect chain longer than the limit (or a loop).
+    #[error("too many redirects (limit {limit})")]
+    TooManyRedirects {
+        /// The limit.
+        limit: usize,
+    },
+    /// The source broke the protocol (unparsable response, oversize headers, an https→http
+    /// redirect, ...).
+    #[error("protocol violation: {0}")]
+    Protocol(String),
+    /// The endpoint cannot be served by this scheme (wrong URL scheme, missing port, ...).
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// Writing to the sink failed (local disk): not the source's fault.
+    #[error("sink write failed: {0}")]
+    Sink(#[source] io::Error),
+}
+
+impl ErrorKind {
+    /// How the scheduler should treat the source:
+    ///
+    /// * `Refused` → [`Failure::Refused`] with its `retry_after`;
+    /// * `Truncated`, `Timeout`, `Io`, 5xx and 408 statuses → [`Failure::Transient`] (retry
+    ///   after a backoff);
+    /// * everything else — the object changed, ranges ignored or mis-served, other 4xx,
+    ///   redirect trouble, protocol violations, unsupported endpoints, and a local sink
+    ///   failure — → [`Failure::Fatal`].
+    pub fn failure(&self) -> Failure {
+        match self {
+            ErrorKind::Refused { retry_after } => Failure::Refused {
+                retry_after: *retry_after,
+            },
+            ErrorKind::Truncated { .. } | ErrorKind::Timeout { .. } | ErrorKind::Io(_) => {
+                Failure::Transient
+            }
+            ErrorKind::Status { code, .. } if *code >= 500 || *code == 408 => Failure::Transient,
+            ErrorKind::ObjectChanged { .. }
+            | ErrorKind::RangeIgnored
+            | ErrorKind::ContentRangeMismatch { .. }
+            | ErrorKind::Status { .. }
+            | ErrorKind::TooManyRedirects { .. }
+            | ErrorKind::Protocol(_)
+            | ErrorKind::Unsupported(_)
+            | ErrorKind::Sink(_) => Failure::Fatal,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_names_the_source_without_credentials() {
+        let e = Endpoint::parse("http://bob:hunter2@example.com/f").unwrap();
+        let err = SchemeError::new(&e, ErrorKind::RangeIgnored);
+        let shown = format!("{err} {err:?}");
+        assert!(shown.contains("http://example.com/f"), "{shown}");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("bob"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn errors_classify_for_the_scheduler() {
+        let retry = Some(Duration::from_secs(3));
+        assert_eq!(
+            ErrorKind::Refused { retry_after: retry }.failure(),
+            Failure::Refused { retry_after: retry }
+        );
+        assert_eq!(
+            ErrorKind::Truncated {
+                expected: 2,
+                got: 1
+            }
+            .failure(),
+            Failure::Transient
+        );
+        let s = |code| ErrorKind::Status { code, reason: None }.failure();
+        assert_eq!(s(502), Failure::Transient);
+        assert_eq!(s(404), Failure::Fatal);
+        assert_eq!(
+            ErrorKind::ObjectChanged {
+                detail: String::new()
+            }
+            .failure(),
+            Failure::Fatal
+        );
+    }
+}

@@ -1,0 +1,110 @@
+//! The [`Scheme`] trait: what a protocol plugin implements.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use hydra_core::{Capabilities, ConnId, FetchEnd, FetchId};
+
+use crate::endpoint::Endpoint;
+use crate::error::SchemeError;
+use crate::probe::Probe;
+use crate::writer::RangeWriter;
+
+/// One protocol (HTTP, FTP, SFTP, ...), serving one or more URL schemes.
+///
+/// # Contract
+///
+/// * [`Scheme::probe`] learns the object's size, whether ranges work, its validator and the
+///   first-byte time. It may leave its session in the scheme's pool for the first fetch.
+/// * [`Scheme::fetch`] fetches from `request.writer.offset()` up to the writer's far end,
+///   which the engine may lower at any moment ([`RangeBound`](crate::RangeBound)). It delivers
+///   bytes only through the [`RangeWriter`], checks `remaining()` before every read and every
+///   write, and stops as soon as it is zero — including while blocked on the network (select
+///   on [`RangeWriter::exhausted`]).
+/// * Every response is checked against `request.expect` (the probe): a changed object is
+///   [`ErrorKind::ObjectChanged`](crate::ErrorKind::ObjectChanged), never a mixed file.
+/// * A fetch ends with exactly one [`FetchOutcome`]; it never panics on anything a peer sends.
+/// * Sessions are kept (pooled) only when the scheme knows exactly where the last response
+///   ended; a session whose range was shrunk mid-flight is dropped unless the protocol can stop
+///   it cleanly.
+/// * `capabilities()` is what the scheduler prices; the conformance suite measures it.
+///
+/// The engine drives a fetch with:
+///
+/// ```text
+/// let (bound, writer) = RangeWriter::for_range(fetch, range, sink.clone(), observer.clone());
+/// bounds.insert(fetch, bound);                       // Shrink → bound.lower(hi); Cancel → bound.cancel()
+/// let req = FetchRequest { endpoint, expect: probe.clone(), slot: conn, writer };
+/// tokio::spawn(async move { scheme.fetch(req).await });   // → FetchOutcome::end()
+/// ```
+#[async_trait]
+pub trait Scheme: Send + Sync {
+    /// A short name for logs and tables (`"http"`).
+    fn name(&self) -> &str;
+
+    /// The URL schemes this plugin serves, lower case (`["http", "https"]`).
+    fn url_schemes(&self) -> &[&'static str];
+
+    /// What its ranged reads can do and what stopping early costs.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Learns about the object at `endpoint`.
+    async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError>;
+
+    /// Fetches one range. See the trait's contract.
+    async fn fetch(&self, request: FetchRequest) -> FetchOutcome;
+}
+
+/// One ranged fetch, owned so that it can be moved into a spawned task.
+#[derive(Debug)]
+pub struct FetchRequest {
+    /// The source.
+    pub endpoint: Arc<Endpoint>,
+    /// What the probe saw; every response is checked against it.
+    pub expect: Probe,
+    /// The scheduler's connection slot. Schemes that pool sessions prefer the session this slot
+    /// used last (so the scheduler's view "slot `c` is warm" stays true), then any idle session
+    /// to the same origin, then dial.
+    pub slot: ConnId,
+    /// Where the bytes go; carries the start offset, the bound, the sink and the observer.
+    pub writer: RangeWriter,
+}
+
+impl FetchRequest {
+    /// The fetch's id.
+    pub fn fetch(&self) -> FetchId {
+        self.writer.fetch()
+    }
+}
+
+/// How a fetch ended.
+#[derive(Debug)]
+pub enum FetchOutcome {
+    /// Every byte up to the original far end was written.
+    Completed,
+    /// The far end was lowered and every byte below the lowered end was written.
+    Shrunk,
+    /// The bound was cancelled; the fetch stopped where it was.
+    Cancelled,
+    /// The fetch failed. Bytes written before the failure were reported and stay written.
+    Failed(SchemeError),
+}
+
+impl FetchOutcome {
+    /// What to report to the scheduler.
+    pub fn end(&self) -> FetchEnd {
+        match self {
+            FetchOutcome::Completed | FetchOutcome::Shrunk => FetchEnd::Finished,
+            FetchOutcome::Cancelled => FetchEnd::Cancelled,
+            FetchOutcome::Failed(e) => FetchEnd::Failed(e.failure_kind()),
+        }
+    }
+
+    /// The error, when it failed.
+    pub fn error(&self) -> Option<&SchemeError> {
+        match self {
+            FetchOutcome::Failed(e) => Some(e),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! [`Sink`]: where fetched bytes land, at their offsets, with coverage recorded.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Mutex;
+
+use hydra_core::{ByteRange, RangeSet};
+
+/// The destination of one object's bytes.
+///
+/// # Contract
+///
+/// * [`Sink::write_at`] writes `data` at `offset` (a positioned write: no reassembly in memory)
+///   and records `[offset, offset + len)` in the written set. Writes may come from several
+///   fetches concurrently, in any order.
+/// * A byte written twice is a coverage violation; the sink counts such bytes in
+///   [`Sink::overlap_bytes`] so a test (or the engine) can observe it. A byte never written is
+///   visible as a gap in [`Sink::written`].
+/// * A write past the object's size is refused (`InvalidInput`): the bound of every range lies
+///   within the object, so such a write is a bug in the caller.
+/// * [`Sink::finish`] makes the bytes durable (fsync for a file) and must succeed before a
+///   transfer is reported complete.
+///
+/// `write_at` is a blocking call into the page cache; it is short and is called from async code
+/// directly.
+pub trait Sink: Send + Sync {
+    /// Size of the object the sink holds.
+    fn size(&self) -> u64;
+    /// Writes `data` at `offset` and records the bytes as written.
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()>;
+    /// A snapshot of the bytes written so far.
+    fn written(&self) -> RangeSet;
+    /// Bytes that were written more than once (a coverage violation when non-zero).
+    fn overlap_bytes(&self) -> u64;
+    /// Makes every written byte durable.
+    fn finish(&self) -> io::Result<()>;
+}
+
+/// The written set and the overlap count, shared by the sinks in this module.
+#[derive(Debug, Default)]
+struct Coverage {
+    inner: Mutex<CoverageState>,
+}
+
+#[derive(Debug, Default)]
+struct CoverageState {
+    written: RangeSet,
+    overlap: u64,
+}
+
+impl Coverage {
+    fn record(&self, r: ByteRange) {
+        let mut s = self.lock();
+        let again = s.written.insert(r);
+        s.overlap += again;
+        if again > 0 {
+            tracing::warn!(range = %r, bytes = again, "coverage violation: bytes written twice");
+        }
+    }
+    fn written(&self) -> RangeSet {
+        self.lock().written.clone()
+    }
+    fn overlap(&self) -> u64 {
+        self.lock().overlap
+    }
+    fn lock(&self) -> std::sync::MutexGuard<'_, CoverageState> {
+        // Invariant: nothing panics while the lock is held (RangeSet operations do not panic on
+        // non-empty canonical input), so a poisoned state is still consistent.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn check_within(size: u64, offset: u64, len: usize) -> io::Result<ByteRange> {
+    let end = offset
+        .checked_add(len as u64)
+        .filter(|&e| e <= size)
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("write of {len} bytes at {offset} past the object's size {size}"),
+            )
+        })?;
+    Ok(ByteRange::new(offset, end))
+}
+
+/// A sink backed by a file, written with `pwrite` (`FileExt::write_at`).
+#[derive(Debug)]
+pub struct FileSink {
+    file: File,
+    size: u64,
+    coverage: Coverage,
+}
+
+impl FileSink {
+    /// Creates (or truncates) the file at `path` and sets its length to `size`.
+    pub fn create(path: &Path, size: u64) -> io::Result<Self> {
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        file.set_len(size)?;
+        Ok(Self::from_file(file, size))
+    }
+
+    /// Wraps an open file whose length the caller has set to `size`.
+    pub fn from_file(file: File, size: u64) -> Self {
+        FileSink {
+            file,
+            size,
+            coverage: Coverage::default(),
+        }
+    }
+}
+
+impl Sink for FileSink {
+    fn size(&self) -> u64 {
+        self.size
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let r = check_within(self.size, offset, data.len())?;
+        self.file.write_all_at(data, offset)?;
+        self.coverage.record(r);
+        Ok(())
+    }
+    fn written(&self) -> RangeSet {
+        self.coverage.written()
+    }
+    fn overlap_bytes(&self) -> u64 {
+        self.coverage.overlap()
+    }
+    fn finish(&self) -> io::Result<()> {
+        self.file.sync_all()
+    }
+}
+
+/// A sink in memory, for tests and small objects.
+#[derive(Debug)]
+pub struct MemorySink {
+    data: Mutex<Vec<u8>>,
+    coverage: Coverage,
+}
+
+impl MemorySink {
+    /// A zero-filled buffer of `size` bytes.
+    pub fn new(size: usize) -> Self {
+        MemorySink {
+            data: Mutex::new(vec![0; size]),
+            coverage: Coverage::default(),
+        }
+    }
+
+    /// A copy of the buffer.
+    pub fn contents(&self) -> Vec<u8> {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        // Invariant: the critical section is a bounds-checked copy that cannot panic.
+        self.data.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Sink for MemorySink {
+    fn size(&self) -> u64 {
+        self.lock().len() as u64
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let r = {
+            let mut buf = self.lock();
+            let r = check_within(buf.len() as u64, offset, data.len())?;
+            // In range of `buf` by check_within, which also bounds it by usize via `len()`.
+            let start = r.lo as usize;
+            buf[start..start + data.len()].copy_from_slice(data);
+            r
+        };
+        self.coverage.record(r);
+        Ok(())
+    }
+    fn written(&self) -> RangeSet {
+        self.coverage.written()
+    }
+    fn overlap_bytes(&self) -> u64 {
+        self.coverage.overlap()
+    }
+    fn finish(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_byte_written_twice_is_counted_as_overlap() {
+        let s = MemorySink::new(10);
+        s.write_at(0, b"abcd").unwrap();
+        s.write_at(2, b"XYZ").unwrap();
+        assert_eq!(s.overlap_bytes(), 2);
+        assert_eq!(s.written(), RangeSet::from_range(ByteRange::new(0, 5)));
+        assert_eq!(&s.contents()[..5], b"abXYZ");
+    }
+
+    #[test]
+    fn a_write_past_the_object_is_refused() {
+        let s = MemorySink::new(4);
+        assert!(s.write_at(2, b"abc").is_err());
+        assert!(s.written().is_empty());
+    }
+
+    #[test]
+    fn a_file_sink_writes_each_byte_at_its_offset() {
+        let dir = std::env::temp_dir().join(format!("hydra-sink-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("obj");
+        let s = FileSink::create(&path, 8).unwrap();
+        s.write_at(4, b"5678").unwrap();
+        s.write_at(0, b"1234").unwrap();
+        s.finish().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"12345678");
+        assert_eq!(s.overlap_bytes(), 0);
+        assert_eq!(s.written().len_bytes(), 8);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
