@@ -44,6 +44,7 @@
 //! | `share_spread` | number | `0` | σ of a log-normal persistent share weight when `share_weights` is empty |
 //! | `noise` | number | `0` | σ of the log-normal noise redrawn every 200 ms on each connection's share |
 //! | `listen` / `upstream` | address | none | live runs only: where the proxy listens and what it forwards to |
+//! | `toxics` | list of tables | `[]` | live runs only: toxiproxy-style faults per direction, see [`crate::toxic`] |
 //!
 //! A request on a connection that is already open waits one round trip (`2·delay`) for its
 //! first byte; on a new connection `setup + 2·delay`.
@@ -68,6 +69,7 @@
 //! | `refuse_new` | | new connections are refused from then on |
 //! | `replace_object` | | the origin starts serving a different version of the object |
 
+use crate::toxic::Toxic;
 use crate::units::{ByteSize, Dur, Rate};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -126,6 +128,9 @@ pub struct Link {
     /// Live runs: the address the proxy forwards to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream: Option<String>,
+    /// Live runs: toxiproxy-style per-direction faults, applied in order (see [`crate::toxic`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub toxics: Vec<Toxic>,
 }
 
 impl Link {
@@ -143,6 +148,7 @@ impl Link {
             noise: 0.0,
             listen: None,
             upstream: None,
+            toxics: Vec::new(),
         }
     }
 
@@ -353,6 +359,10 @@ impl Scenario {
                     l.name
                 )));
             }
+            for t in &l.toxics {
+                t.validate()
+                    .map_err(|m| bad(format!("link {:?}: {m}", l.name)))?;
+            }
         }
         for e in &self.events {
             if self.link_index(&e.link).is_none() {
@@ -372,7 +382,9 @@ impl Scenario {
             }
             if let Action::Collapse { fraction, .. } = e.action {
                 if !(fraction > 0.0 && fraction <= 1.0) {
-                    return Err(bad(format!("collapse fraction {fraction} is outside (0, 1]")));
+                    return Err(bad(format!(
+                        "collapse fraction {fraction} is outside (0, 1]"
+                    )));
                 }
             }
         }
@@ -436,14 +448,19 @@ target = "connection"
 
     #[test]
     fn an_event_on_an_unknown_link_is_refused() {
-        let text = COLLAPSE.replace("link = \"origin\"\nat_progress", "link = \"nope\"\nat_progress");
+        let text = COLLAPSE.replace(
+            "link = \"origin\"\nat_progress",
+            "link = \"nope\"\nat_progress",
+        );
         let e = Scenario::from_toml(&text).unwrap_err().to_string();
         assert!(e.contains("unknown link"), "{e}");
     }
 
     #[test]
     fn unknown_fields_are_refused_not_ignored() {
-        let text = COLLAPSE.replace("noise", "nosie").replace("share_spread", "sharespread");
+        let text = COLLAPSE
+            .replace("noise", "nosie")
+            .replace("share_spread", "sharespread");
         assert!(Scenario::from_toml(&text).is_err());
     }
 
@@ -458,6 +475,10 @@ target = "connection"
                 n += 1;
             }
         }
-        assert!(n >= 4, "expected the shipped scenarios in {}", dir.display());
+        assert!(
+            n >= 4,
+            "expected the shipped scenarios in {}",
+            dir.display()
+        );
     }
 }

@@ -248,7 +248,10 @@ mod tests {
         let d: Dur = "120ms".parse().unwrap();
         assert_eq!(d.0, Duration::from_millis(120));
         assert_eq!(d.to_string(), "120ms");
-        assert_eq!("1.5s".parse::<Dur>().unwrap().0, Duration::from_millis(1500));
+        assert_eq!(
+            "1.5s".parse::<Dur>().unwrap().0,
+            Duration::from_millis(1500)
+        );
         assert!("120".parse::<Dur>().is_err());
     }
 }
