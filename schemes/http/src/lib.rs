@@ -1,1 +1,18 @@
-//! placeholder
+//! HTTP/1.1 and HTTPS for hydra, on hyper's low-level client.
+//!
+//! See [`HttpScheme`] for what every request and response is checked for, [`pool`] for when a
+//! connection is reused, and (with the `origin` feature) [`origin`] for the reference server
+//! the tests and the conformance suite run against. `README.md` has the capability checklist.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod options;
+pub mod pool;
+mod response;
+mod scheme;
+
+#[cfg(feature = "origin")]
+pub mod origin;
+
+pub use options::{HttpOptions, Socks5Proxy};
+pub use scheme::HttpScheme;

@@ -1,0 +1,564 @@
+//! [`HttpScheme`]: HTTP/1.1 and HTTPS ranged reads on hyper's low-level client.
+
+use std::io;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use bytes::Bytes;
+use http::{header, HeaderValue, Request, Response, StatusCode, Version};
+use http_body_util::{BodyExt, Empty};
+use hydra_core::{ByteRange, Capabilities, ConnId};
+use hydra_scheme::{
+    Connector, Endpoint, ErrorKind, FetchOutcome, FetchRequest, Probe, Scheme, SchemeError,
+    Socks5Connector, Target, TcpConnector, TimeoutPhase, TlsConnector,
+};
+use hyper::body::{Body as _, Incoming};
+use hyper_util::rt::TokioIo;
+
+use crate::options::HttpOptions;
+use crate::pool::{Conn, OriginKey, Pool};
+use crate::response::{self, check_same_object, says_close};
+
+/// The HTTP/1.1 scheme: serves `http` and `https`.
+///
+/// * Every ranged request carries `Range: bytes=a-b` and `If-Range` with the probe's strong
+///   ETag (or its Last-Modified date when there is no strong ETag).
+/// * Every response is checked: a 206 must name exactly the range asked for and the probe's
+///   total length; ETag and Last-Modified must equal the probe's. A changed object fails with
+///   [`ErrorKind::ObjectChanged`].
+/// * A 200 to a range request means the server ignores ranges: from offset 0 the body is
+///   streamed under the bound; from any other offset the fetch fails with
+///   [`ErrorKind::RangeIgnored`]. A 200 body is never spliced into a range.
+/// * Connections are pooled by origin, preferring the one the fetch's slot used last; see
+///   [`crate::pool`] for when a connection may go back.
+pub struct HttpScheme {
+    options: HttpOptions,
+    plain: Arc<dyn Connector>,
+    tls: Arc<dyn Connector>,
+    pool: Pool,
+}
+
+impl std::fmt::Debug for HttpScheme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpScheme")
+            .field("options", &self.options)
+            .field("plain", &self.plain)
+            .field("idle", &self.pool.idle_count())
+            .finish()
+    }
+}
+
+/// A response head and the connection it came on.
+struct Head {
+    conn: Conn,
+    resp: Response<Incoming>,
+    connect: Duration,
+    first_byte: Duration,
+}
+
+/// What to ask for.
+#[derive(Debug, Clone)]
+struct Ask {
+    /// Inclusive `(first, last)` for the `Range` header.
+    range: Option<(u64, u64)>,
+    if_range: Option<HeaderValue>,
+    slot: Option<ConnId>,
+}
+
+/// Largest body drained from a redirect or an error response so its connection can be reused.
+const DRAIN_LIMIT: usize = 64 * 1024;
+
+impl HttpScheme {
+    /// Over TCP, or through `options.socks5` when set.
+    pub fn new(options: HttpOptions) -> io::Result<Self> {
+        let base: Arc<dyn Connector> = match &options.socks5 {
+            Some(p) => Arc::new(Socks5Connector::new(
+                p.proxy.clone(),
+                p.credentials.clone(),
+                Arc::new(TcpConnector),
+            )),
+            None => Arc::new(TcpConnector),
+        };
+        Self::with_connector(options, base)
+    }
+
+    /// Over `plain` (e.g. a fault-injecting connector); `https` runs TLS over it.
+    /// `options.socks5` is ignored.
+    pub fn with_connector(options: HttpOptions, plain: Arc<dyn Connector>) -> io::Result<Self> {
+        let tls: Arc<dyn Connector> = Arc::new(TlsConnector::new(plain.clone(), &options.tls)?);
+        Ok(HttpScheme {
+            pool: Pool::new(options.max_idle_per_origin, options.pool_idle_timeout),
+            options,
+            plain,
+            tls,
+        })
+    }
+
+    /// Idle pooled connections (for tests and diagnostics).
+    pub fn idle_connections(&self) -> usize {
+        self.pool.idle_count()
+    }
+
+    /// Sends `ask` to `endpoint`, following redirects; returns the first non-redirect head.
+    async fn exchange(
+        &self,
+        endpoint: &Endpoint,
+        ask: &Ask,
+        on_connected: &(dyn Fn(bool) + Send + Sync),
+    ) -> Result<Head, SchemeError> {
+        let err = |kind| SchemeError::new(endpoint, kind);
+        let mut ep = endpoint.clone();
+        for _hop in 0..=self.options.max_redirects {
+            let head = self.send(&ep, ask, on_connected).await.map_err(err)?;
+            let status = head.resp.status();
+            let location = head.resp.headers().get(header::LOCATION).cloned();
+            let (true, Some(location)) = (status.is_redirection(), location) else {
+                return Ok(head);
+            };
+            let next = location
+                .to_str()
+                .ok()
+                .and_then(|l| ep.url().join(l).ok())
+                .ok_or_else(|| err(ErrorKind::Protocol("unparsable redirect Location".into())))?;
+            if ep.url_scheme() == "https" && next.scheme() == "http" {
+                return Err(err(ErrorKind::Protocol(
+                    "redirect from https to http refused (downgrade)".into(),
+                )));
+            }
+            if !matches!(next.scheme(), "http" | "https") {
+                return Err(err(ErrorKind::Unsupported(format!(
+                    "redirect to a {} URL",
+                    next.scheme()
+                ))));
+            }
+            tracing::debug!(from = %ep, to = %next, %status, "following redirect");
+            self.release(head.conn, head.resp, ask.slot).await;
+            ep = ep.redirected(next);
+        }
+        Err(err(ErrorKind::TooManyRedirects {
+            limit: self.options.max_redirects,
+        }))
+    }
+
+    /// One request on a pooled or new connection. A pooled connection that fails before a
+    /// response head (the server closed it while idle) is replaced by a new one, once.
+    async fn send(
+        &self,
+        ep: &Endpoint,
+        ask: &Ask,
+        on_connected: &(dyn Fn(bool) + Send + Sync),
+    ) -> Result<Head, ErrorKind> {
+        let key = origin_key(ep)?;
+        let mut allow_pooled = true;
+        loop {
+            let t0 = Instant::now();
+            let pooled = if allow_pooled {
+                self.pool.take(&key, ask.slot)
+            } else {
+                None
+            };
+            let reused = pooled.is_some();
+            let mut conn = match pooled {
+                Some(c) => c,
+                None => self.dial(ep, key.clone()).await?,
+            };
+            let connect = t0.elapsed();
+            on_connected(reused);
+            let req = build_request(ep, ask, &self.options.user_agent)?;
+            let t1 = Instant::now();
+            let sent = tokio::time::timeout(self.options.first_byte_timeout, async {
+                conn.sender.ready().await?;
+                conn.sender.send_request(req).await
+            })
+            .await;
+            match sent {
+                Err(_) => {
+                    return Err(ErrorKind::Timeout {
+                        phase: TimeoutPhase::FirstByte,
+                        after: self.options.first_byte_timeout,
+                    })
+                }
+                Ok(Ok(resp)) => {
+                    return Ok(Head {
+                        conn,
+                        resp,
+                        connect,
+                        first_byte: t1.elapsed(),
+                    })
+                }
+                Ok(Err(e)) if reused && !e.is_parse() => {
+                    tracing::debug!(error = %e, "pooled connection was stale; dialling");
+                    allow_pooled = false;
+                }
+                Ok(Err(e)) => return Err(map_hyper(e, self.options.max_header_bytes)),
+            }
+        }
+    }
+
+    /// Opens a connection (TCP or SOCKS5, TLS for https) and runs the HTTP/1.1 handshake,
+    /// within the connect timeout.
+    async fn dial(&self, ep: &Endpoint, key: OriginKey) -> Result<Conn, ErrorKind> {
+        let target = Target::new(key.host.clone(), key.port);
+        let connector = if key.scheme == "https" {
+            &self.tls
+        } else {
+            &self.plain
+        };
+        let max_buf = self.options.max_header_bytes.max(8192);
+        let setup = async {
+            let io = connector.connect(&target).await.map_err(ErrorKind::Io)?;
+            hyper::client::conn::http1::Builder::new()
+                .max_buf_size(max_buf)
+                .handshake::<_, Empty<Bytes>>(TokioIo::new(io))
+                .await
+                .map_err(|e| map_hyper(e, max_buf))
+        };
+        let (sender, driver) = tokio::time::timeout(self.options.connect_timeout, setup)
+            .await
+            .map_err(|_| ErrorKind::Timeout {
+                phase: TimeoutPhase::Connect,
+                after: self.options.connect_timeout,
+            })??;
+        let origin = ep.to_string();
+        let task = tokio::spawn(async move {
+            if let Err(e) = driver.await {
+                tracing::debug!(%origin, error = %e, "connection ended with an error");
+            }
+        });
+        Ok(Conn { sender, task, key })
+    }
+
+    /// Drains a small body (redirects, errors) so its connection can be pooled; drops the
+    /// connection when that is not safe or not cheap.
+    async fn release(&self, conn: Conn, resp: Response<Incoming>, slot: Option<ConnId>) {
+        let keep = resp.version() == Version::HTTP_11 && !says_close(resp.headers());
+        if !keep {
+            return;
+        }
+        let mut body = resp.into_body();
+        let mut seen = 0usize;
+        loop {
+            if body.is_end_stream() {
+                self.pool.put(conn, slot);
+                return;
+            }
+            match tokio::time::timeout(self.options.idle_read_timeout, body.frame()).await {
+                Ok(None) => {
+                    self.pool.put(conn, slot);
+                    return;
+                }
+                Ok(Some(Ok(f))) => {
+                    seen += f.data_ref().map_or(0, Bytes::len);
+                    if seen > DRAIN_LIMIT {
+                        return;
+                    }
+                }
+                Ok(Some(Err(_))) | Err(_) => return,
+            }
+        }
+    }
+
+    async fn probe_inner(&self, ep: &Endpoint) -> Result<Probe, SchemeError> {
+        let err = |kind| SchemeError::new(ep, kind);
+        let ask = Ask {
+            range: Some((0, 0)),
+            if_range: None,
+            slot: None,
+        };
+        let head = self.exchange(ep, &ask, &|_| {}).await?;
+        let h = head.resp.headers();
+        let validator = response::validator(h);
+        let last_modified = response::last_modified(h);
+        let status = head.resp.status();
+        let (size, ranged) = match status {
+            StatusCode::PARTIAL_CONTENT => {
+                let cr = response::content_range(h).map_err(|got| {
+                    err(ErrorKind::ContentRangeMismatch {
+                        asked: ByteRange::new(0, 1),
+                        got,
+                    })
+                })?;
+                match (cr.range, cr.total) {
+                    (Some((0, 0)), Some(total)) => (total, true),
+                    _ => {
+                        return Err(err(ErrorKind::ContentRangeMismatch {
+                            asked: ByteRange::new(0, 1),
+                            got: format!("{cr:?}"),
+                        }))
+                    }
+                }
+            }
+            // An empty object: no byte 0 to serve.
+            StatusCode::RANGE_NOT_SATISFIABLE
+                if response::content_range(h).is_ok_and(|c| c.total == Some(0)) =>
+            {
+                (0, true)
+            }
+            StatusCode::OK => {
+                let len = response::content_length(h).ok_or_else(|| {
+                    err(ErrorKind::Unsupported(
+                        "server ignores ranges and gives no Content-Length".into(),
+                    ))
+                })?;
+                // The body is not read: the connection is dropped, never pooled.
+                (len, false)
+            }
+            s => return Err(err(self.status_error(s, h))),
+        };
+        let probe = Probe {
+            size,
+            ranged,
+            validator,
+            last_modified,
+            connect: head.connect,
+            first_byte: head.first_byte,
+        };
+        if status != StatusCode::OK {
+            self.release(head.conn, head.resp, None).await;
+        }
+        Ok(probe)
+    }
+
+    fn status_error(&self, s: StatusCode, h: &http::HeaderMap) -> ErrorKind {
+        match s {
+            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => ErrorKind::Refused {
+                retry_after: response::retry_after(h, SystemTime::now()),
+            },
+            s => ErrorKind::Status {
+                code: s.as_u16(),
+                reason: s.canonical_reason().map(str::to_owned),
+            },
+        }
+    }
+
+    async fn fetch_inner(&self, req: &mut FetchRequest) -> Result<FetchOutcome, ErrorKind> {
+        let start = req.writer.offset();
+        let hi = req.writer.bound().hi();
+        if req.writer.remaining() == 0 {
+            return Ok(req.writer.outcome_at_bound());
+        }
+        let expect = &req.expect;
+        if !expect.ranged && start != 0 {
+            return Err(ErrorKind::RangeIgnored);
+        }
+        let if_range = match (&expect.validator, expect.last_modified) {
+            (Some(v), _) if v.strong().is_some() => v.strong().and_then(|s| s.parse().ok()),
+            (_, Some(t)) => httpdate::fmt_http_date(t).parse().ok(),
+            _ => None,
+        };
+        let ask = Ask {
+            range: expect.ranged.then(|| (start, hi - 1)),
+            if_range: if_range.filter(|_| expect.ranged),
+            slot: Some(req.slot),
+        };
+        let asked = ByteRange::new(start, hi);
+        let writer = &req.writer;
+        let head = self
+            .exchange(&req.endpoint, &ask, &|reused| writer.connected(reused))
+            .await
+            .map_err(|e| e.kind)?;
+        req.writer.first_byte();
+        let Head { conn, resp, .. } = head;
+        let h = resp.headers();
+        match resp.status() {
+            StatusCode::PARTIAL_CONTENT if ask.range.is_some() => {
+                let cr = response::content_range(h)
+                    .map_err(|got| ErrorKind::ContentRangeMismatch { asked, got })?;
+                if let Some(t) = cr.total.filter(|&t| t != expect.size) {
+                    return Err(ErrorKind::ObjectChanged {
+                        detail: format!("size {} became {t}", expect.size),
+                    });
+                }
+                if cr.range != Some((start, hi - 1)) || cr.total.is_none() {
+                    let got = h
+                        .get(header::CONTENT_RANGE)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("none")
+                        .to_owned();
+                    return Err(ErrorKind::ContentRangeMismatch { asked, got });
+                }
+                check_same_object(expect, h, cr.total)
+                    .map_err(|detail| ErrorKind::ObjectChanged { detail })?;
+            }
+            StatusCode::OK => {
+                check_same_object(expect, h, response::content_length(h))
+                    .map_err(|detail| ErrorKind::ObjectChanged { detail })?;
+                if start != 0 {
+                    // Never splice a whole-object body into a range.
+                    return Err(ErrorKind::RangeIgnored);
+                }
+            }
+            StatusCode::RANGE_NOT_SATISFIABLE => {
+                let detail = match response::content_range(h).ok().and_then(|c| c.total) {
+                    Some(t) => format!("size {} became {t}", expect.size),
+                    None => "range not satisfiable".to_owned(),
+                };
+                return Err(ErrorKind::ObjectChanged { detail });
+            }
+            s => {
+                let e = self.status_error(s, h);
+                self.release(conn, resp, ask.slot).await;
+                return Err(e);
+            }
+        }
+        // The body is [start, end_of_body): the asked range for a 206, the object for a 200.
+        let end_of_body = if resp.status() == StatusCode::OK {
+            expect.size
+        } else {
+            hi
+        };
+        let keep_alive = resp.version() == Version::HTTP_11 && !says_close(resp.headers());
+        let mut body = resp.into_body();
+        let writer = &mut req.writer;
+        let idle = self.options.idle_read_timeout;
+        let mut reached_end = false;
+        loop {
+            // The bound is checked before every read...
+            if writer.remaining() == 0 {
+                break;
+            }
+            let frame = tokio::select! {
+                biased;
+                _ = writer.exhausted() => break,
+                f = tokio::time::timeout(idle, body.frame()) => f,
+            };
+            match frame {
+                Err(_) => {
+                    return Err(ErrorKind::Timeout {
+                        phase: TimeoutPhase::IdleRead,
+                        after: idle,
+                    })
+                }
+                Ok(None) => {
+                    reached_end = true;
+                    break;
+                }
+                Ok(Some(Err(e))) => {
+                    tracing::debug!(error = %e, "body ended with an error");
+                    return Err(ErrorKind::Truncated {
+                        expected: end_of_body,
+                        got: writer.offset(),
+                    });
+                }
+                // ...and every write: RangeWriter claims against it and drops the excess.
+                Ok(Some(Ok(f))) => {
+                    if let Ok(data) = f.into_data() {
+                        writer.write(&data).map_err(ErrorKind::Sink)?;
+                    }
+                }
+            }
+        }
+        if reached_end && writer.offset() < end_of_body && writer.remaining() > 0 {
+            return Err(ErrorKind::Truncated {
+                expected: end_of_body,
+                got: writer.offset(),
+            });
+        }
+        // Pool safety: the body was read to its known end, HTTP/1.1 without close, and the
+        // range was not shrunk mid-flight.
+        let shrunk = writer.bound().hi() < end_of_body;
+        if keep_alive && !shrunk && writer.offset() == end_of_body {
+            if !reached_end && !body.is_end_stream() {
+                reached_end = matches!(tokio::time::timeout(idle, body.frame()).await, Ok(None));
+            } else {
+                reached_end = true;
+            }
+            if reached_end {
+                self.pool.put(conn, ask.slot);
+            }
+        }
+        Ok(writer.outcome_at_bound())
+    }
+}
+
+#[async_trait]
+impl Scheme for HttpScheme {
+    fn name(&self) -> &str {
+        "http"
+    }
+
+    fn url_schemes(&self) -> &[&'static str] {
+        &["http", "https"]
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::HTTP
+    }
+
+    async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
+        self.probe_inner(endpoint).await
+    }
+
+    async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
+        match self.fetch_inner(&mut request).await {
+            Ok(o) => o,
+            Err(kind) => FetchOutcome::Failed(SchemeError::new(&request.endpoint, kind)),
+        }
+    }
+}
+
+fn origin_key(ep: &Endpoint) -> Result<OriginKey, ErrorKind> {
+    let scheme = ep.url_scheme();
+    if !matches!(scheme, "http" | "https") {
+        return Err(ErrorKind::Unsupported(format!("URL scheme {scheme}")));
+    }
+    let port = ep
+        .port()
+        .ok_or_else(|| ErrorKind::Unsupported("no port".into()))?;
+    Ok(OriginKey {
+        scheme: scheme.to_owned(),
+        host: ep.host().to_owned(),
+        port,
+    })
+}
+
+fn build_request(
+    ep: &Endpoint,
+    ask: &Ask,
+    user_agent: &str,
+) -> Result<Request<Empty<Bytes>>, ErrorKind> {
+    let url = ep.url();
+    let path = &url[url::Position::BeforePath..url::Position::AfterQuery];
+    let path = if path.is_empty() { "/" } else { path };
+    let host = match url.port() {
+        Some(p) => format!("{}:{p}", ep.host()),
+        None => ep.host().to_owned(),
+    };
+    let bad = |what: &str| ErrorKind::Unsupported(format!("invalid {what}"));
+    let mut b = Request::get(path)
+        .header(header::HOST, host)
+        .header(header::USER_AGENT, user_agent)
+        .header(header::ACCEPT_ENCODING, "identity");
+    if let Some((first, last)) = ask.range {
+        b = b.header(header::RANGE, format!("bytes={first}-{last}"));
+    }
+    if let Some(v) = &ask.if_range {
+        b = b.header(header::IF_RANGE, v.clone());
+    }
+    if let Some(c) = ep.credentials() {
+        let token = base64::engine::general_purpose::STANDARD
+            .encode(format!("{}:{}", c.username, c.password));
+        let mut v =
+            HeaderValue::from_str(&format!("Basic {token}")).map_err(|_| bad("credentials"))?;
+        v.set_sensitive(true);
+        b = b.header(header::AUTHORIZATION, v);
+    }
+    for (name, value) in ep.headers() {
+        let n = header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("header name"))?;
+        let mut v = HeaderValue::from_str(value).map_err(|_| bad(&format!("value of {name}")))?;
+        v.set_sensitive(true);
+        b = b.header(n, v);
+    }
+    b.body(Empty::new()).map_err(|_| bad("request target"))
+}
+
+fn map_hyper(e: hyper::Error, max_header_bytes: usize) -> ErrorKind {
+    if e.is_parse() || e.is_parse_status() {
+        // Includes a head over the limit ("message head is too large").
+        ErrorKind::Protocol(format!("{e} (head limit {max_header_bytes} bytes)"))
+    } else {
+        ErrorKind::Io(io::Error::other(e))
+    }
+}
