@@ -122,17 +122,7 @@ impl HttpScheme {
                 .ok()
                 .and_then(|l| ep.url().join(l).ok())
                 .ok_or_else(|| err(ErrorKind::Protocol("unparsable redirect Location".into())))?;
-            if ep.url_scheme() == "https" && next.scheme() == "http" {
-                return Err(err(ErrorKind::Protocol(
-                    "redirect from https to http refused (downgrade)".into(),
-                )));
-            }
-            if !matches!(next.scheme(), "http" | "https") {
-                return Err(err(ErrorKind::Unsupported(format!(
-                    "redirect to a {} URL",
-                    next.scheme()
-                ))));
-            }
+            check_redirect(ep.url(), &next).map_err(err)?;
             tracing::debug!(from = %ep, to = %next, %status, "following redirect");
             self.release(head.conn, head.resp, ask.slot).await;
             ep = ep.redirected(next);
@@ -208,7 +198,15 @@ impl HttpScheme {
         };
         let max_buf = self.options.max_header_bytes.max(8192);
         let setup = async {
-            let io = connector.connect(&target).await.map_err(ErrorKind::Io)?;
+            let io = connector.connect(&target).await.map_err(|e| {
+                if e.kind() == io::ErrorKind::InvalidData {
+                    // rustls reports certificate and handshake failures as InvalidData: the
+                    // source cannot be trusted, which retrying will not change.
+                    ErrorKind::Protocol(format!("TLS: {e}"))
+                } else {
+                    ErrorKind::Io(e)
+                }
+            })?;
             hyper::client::conn::http1::Builder::new()
                 .max_buf_size(max_buf)
                 .handshake::<_, Empty<Bytes>>(TokioIo::new(io))
@@ -499,6 +497,17 @@ impl Scheme for HttpScheme {
     }
 }
 
+/// A redirect may go to `http` or `https`, but never from `https` down to `http`.
+fn check_redirect(from: &url::Url, to: &url::Url) -> Result<(), ErrorKind> {
+    match (from.scheme(), to.scheme()) {
+        ("https", "http") => Err(ErrorKind::Protocol(
+            "redirect from https to http refused (downgrade)".into(),
+        )),
+        (_, "http" | "https") => Ok(()),
+        (_, other) => Err(ErrorKind::Unsupported(format!("redirect to a {other} URL"))),
+    }
+}
+
 fn origin_key(ep: &Endpoint) -> Result<OriginKey, ErrorKind> {
     let scheme = ep.url_scheme();
     if !matches!(scheme, "http" | "https") {
@@ -560,5 +569,23 @@ fn map_hyper(e: hyper::Error, max_header_bytes: usize) -> ErrorKind {
         ErrorKind::Protocol(format!("{e} (head limit {max_header_bytes} bytes)"))
     } else {
         ErrorKind::Io(io::Error::other(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_https_to_http_redirect_is_refused() {
+        let u = |s: &str| url::Url::parse(s).unwrap();
+        let down = check_redirect(&u("https://a/x"), &u("http://a/x"));
+        assert!(matches!(down, Err(ErrorKind::Protocol(m)) if m.contains("downgrade")));
+        assert!(check_redirect(&u("http://a/x"), &u("https://b/y")).is_ok());
+        assert!(check_redirect(&u("https://a/x"), &u("https://b/y")).is_ok());
+        assert!(matches!(
+            check_redirect(&u("http://a/x"), &u("ftp://a/x")),
+            Err(ErrorKind::Unsupported(_))
+        ));
     }
 }

@@ -1,0 +1,292 @@
+//! Protocol edge cases against wiremock: responses the reference origin never gives.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use hydra_scheme::{
+    ByteRange, Endpoint, ErrorKind, Failure, FetchOutcome, MemorySink, Scheme, Sink, TimeoutPhase,
+    Validator,
+};
+use hydra_scheme_http::{HttpOptions, HttpScheme};
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+fn kind(out: FetchOutcome) -> ErrorKind {
+    match out {
+        FetchOutcome::Failed(e) => e.kind,
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+async fn serve(status: u16, headers: &[(&str, &str)], body: &[u8]) -> MockServer {
+    let server = MockServer::start().await;
+    let mut t = ResponseTemplate::new(status).set_body_bytes(body.to_vec());
+    for (n, v) in headers {
+        t = t.insert_header(*n, *v);
+    }
+    Mock::given(method("GET"))
+        .and(path("/f"))
+        .respond_with(t)
+        .mount(&server)
+        .await;
+    server
+}
+
+fn url(s: &MockServer) -> String {
+    format!("{}/f", s.uri())
+}
+
+#[tokio::test]
+async fn a_content_range_naming_another_range_is_rejected() {
+    let s = serve(206, &[("Content-Range", "bytes 11-20/100")], &[7; 10]).await;
+    let sink = Arc::new(MemorySink::new(100));
+    let out = fetch(
+        &scheme(),
+        &url(&s),
+        &probe_of(100),
+        ByteRange::new(10, 20),
+        &sink,
+    )
+    .await;
+    match kind(out) {
+        ErrorKind::ContentRangeMismatch { asked, got } => {
+            assert_eq!(asked, ByteRange::new(10, 20));
+            assert_eq!(got, "bytes 11-20/100");
+        }
+        k => panic!("{k:?}"),
+    }
+    assert!(sink.written().is_empty());
+}
+
+#[tokio::test]
+async fn a_206_without_content_range_is_rejected() {
+    let s = serve(206, &[], &[7; 10]).await;
+    let sink = Arc::new(MemorySink::new(100));
+    let out = fetch(
+        &scheme(),
+        &url(&s),
+        &probe_of(100),
+        ByteRange::new(10, 20),
+        &sink,
+    )
+    .await;
+    assert!(matches!(kind(out), ErrorKind::ContentRangeMismatch { got, .. } if got == "none"));
+    assert!(sink.written().is_empty());
+}
+
+#[tokio::test]
+async fn a_total_length_other_than_the_probes_is_an_object_change() {
+    let s = serve(206, &[("Content-Range", "bytes 10-19/101")], &[7; 10]).await;
+    let sink = Arc::new(MemorySink::new(100));
+    let out = fetch(
+        &scheme(),
+        &url(&s),
+        &probe_of(100),
+        ByteRange::new(10, 20),
+        &sink,
+    )
+    .await;
+    assert!(matches!(kind(out), ErrorKind::ObjectChanged { .. }));
+}
+
+#[tokio::test]
+async fn a_200_to_a_range_request_is_detected_and_never_spliced() {
+    let s = serve(200, &[], &[9; 100]).await;
+    let sch = scheme();
+    let p = bounded(sch.probe(&Endpoint::parse(&url(&s)).unwrap()))
+        .await
+        .unwrap();
+    assert!(!p.ranged);
+    assert_eq!(p.size, 100);
+    let sink = Arc::new(MemorySink::new(100));
+    let mut expect = probe_of(100);
+    expect.ranged = true; // even if a probe had said otherwise
+    let out = fetch(&sch, &url(&s), &expect, ByteRange::new(10, 20), &sink).await;
+    assert!(matches!(kind(out), ErrorKind::RangeIgnored));
+    assert!(sink.written().is_empty());
+}
+
+#[tokio::test]
+async fn a_503_with_retry_after_is_refused() {
+    let s = serve(503, &[("Retry-After", "120")], b"").await;
+    let sink = Arc::new(MemorySink::new(100));
+    let out = fetch(
+        &scheme(),
+        &url(&s),
+        &probe_of(100),
+        ByteRange::new(0, 10),
+        &sink,
+    )
+    .await;
+    let e = out.error().unwrap();
+    assert_eq!(
+        e.failure_kind(),
+        Failure::Refused {
+            retry_after: Some(Duration::from_secs(120))
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_429_without_retry_after_is_refused_without_a_delay() {
+    let s = serve(429, &[], b"").await;
+    let sink = Arc::new(MemorySink::new(100));
+    let out = fetch(
+        &scheme(),
+        &url(&s),
+        &probe_of(100),
+        ByteRange::new(0, 10),
+        &sink,
+    )
+    .await;
+    assert_eq!(
+        out.error().unwrap().failure_kind(),
+        Failure::Refused { retry_after: None }
+    );
+}
+
+#[tokio::test]
+async fn a_redirect_loop_is_a_clear_error() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(302).insert_header("Location", "/f"))
+        .mount(&server)
+        .await;
+    let e = bounded(scheme().probe(&Endpoint::parse(&url(&server)).unwrap()))
+        .await
+        .unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::TooManyRedirects { limit: 10 }));
+    assert!(e.to_string().contains(&url(&server)), "{e}");
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_protocol_is_refused() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(302).insert_header("Location", "ftp://x.invalid/f"))
+        .mount(&server)
+        .await;
+    let e = bounded(scheme().probe(&Endpoint::parse(&url(&server)).unwrap()))
+        .await
+        .unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Unsupported(_)), "{e}");
+}
+
+#[tokio::test]
+async fn an_etag_change_is_object_changed() {
+    let s = serve(
+        206,
+        &[("Content-Range", "bytes 0-9/100"), ("ETag", "\"v2\"")],
+        &[1; 10],
+    )
+    .await;
+    let sink = Arc::new(MemorySink::new(100));
+    let mut expect = probe_of(100);
+    expect.validator = Some(Validator::Strong("\"v1\"".into()));
+    let out = fetch(&scheme(), &url(&s), &expect, ByteRange::new(0, 10), &sink).await;
+    let msg = out.error().unwrap().to_string();
+    assert!(matches!(kind(out), ErrorKind::ObjectChanged { .. }));
+    assert!(msg.contains("\"v1\"") && msg.contains("\"v2\""), "{msg}");
+    assert!(sink.written().is_empty());
+}
+
+#[tokio::test]
+async fn every_ranged_request_carries_if_range_with_the_strong_validator() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/f"))
+        .and(header("If-Range", "\"v1\""))
+        .and(header("Range", "bytes=5-9"))
+        .respond_with(
+            ResponseTemplate::new(206)
+                .insert_header("Content-Range", "bytes 5-9/100")
+                .insert_header("ETag", "\"v1\"")
+                .set_body_bytes(vec![3; 5]),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let sink = Arc::new(MemorySink::new(100));
+    let mut expect = probe_of(100);
+    expect.validator = Some(Validator::Strong("\"v1\"".into()));
+    let out = fetch(
+        &scheme(),
+        &url(&server),
+        &expect,
+        ByteRange::new(5, 10),
+        &sink,
+    )
+    .await;
+    assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
+    assert_eq!(&sink.contents()[5..10], &[3; 5]);
+}
+
+#[tokio::test]
+async fn a_response_head_over_the_limit_is_a_protocol_error() {
+    let big = "x".repeat(20_000);
+    let s = serve(206, &[("X-Big", big.as_str())], b"").await;
+    let sch = Arc::new(
+        HttpScheme::new(HttpOptions {
+            max_header_bytes: 8192,
+            ..options()
+        })
+        .unwrap(),
+    );
+    let e = bounded(sch.probe(&Endpoint::parse(&url(&s)).unwrap()))
+        .await
+        .unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Protocol(_)), "{e}");
+}
+
+#[tokio::test]
+async fn a_silent_server_times_out_on_the_first_byte() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(30)))
+        .mount(&server)
+        .await;
+    let sch = Arc::new(
+        HttpScheme::new(HttpOptions {
+            first_byte_timeout: Duration::from_millis(200),
+            ..options()
+        })
+        .unwrap(),
+    );
+    let e = bounded(sch.probe(&Endpoint::parse(&url(&server)).unwrap()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            e.kind,
+            ErrorKind::Timeout {
+                phase: TimeoutPhase::FirstByte,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(e.failure_kind(), Failure::Transient);
+}
+
+#[tokio::test]
+async fn credentials_are_sent_but_never_shown() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(header("Authorization", "Basic dXNlcjpzM2NyZXQ="))
+        .respond_with(ResponseTemplate::new(404))
+        .mount(&server)
+        .await;
+    let u = url(&server).replace("http://", "http://user:s3cret@");
+    let e = bounded(scheme().probe(&Endpoint::parse(&u).unwrap()))
+        .await
+        .unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Status { code: 404, .. }), "{e}");
+    let shown = format!("{e} {e:?}");
+    assert!(
+        !shown.contains("s3cret") && !shown.contains("user:"),
+        "{shown}"
+    );
+}
