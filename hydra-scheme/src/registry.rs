@@ -51,3 +51,48 @@ impl Registry {
         self.by_url_scheme.iter().map(|(k, v)| (k.as_str(), v))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Capabilities, FetchOutcome, FetchRequest, Probe, SchemeError};
+    use async_trait::async_trait;
+
+    #[derive(Debug)]
+    struct Dummy(&'static str, &'static [&'static str]);
+
+    #[async_trait]
+    impl Scheme for Dummy {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn url_schemes(&self) -> &[&'static str] {
+            self.1
+        }
+        fn capabilities(&self) -> Capabilities {
+            Capabilities::HTTP
+        }
+        async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
+            Err(SchemeError::new(
+                endpoint,
+                crate::ErrorKind::Unsupported("dummy".into()),
+            ))
+        }
+        async fn fetch(&self, request: FetchRequest) -> FetchOutcome {
+            request.writer.outcome_at_bound()
+        }
+    }
+
+    #[test]
+    fn a_plugin_is_found_by_any_of_its_url_schemes() {
+        let mut r = Registry::new();
+        r.register(Arc::new(Dummy("web", &["http", "https"])))
+            .register(Arc::new(Dummy("ftp", &["ftp"])));
+        let e = Endpoint::parse("HTTPS://example.com/x").unwrap();
+        assert_eq!(r.for_endpoint(&e).map(|s| s.name()), Some("web"));
+        assert_eq!(r.get("FTP").map(|s| s.name()), Some("ftp"));
+        assert!(r.get("sftp").is_none());
+        let listed: Vec<&str> = r.iter().map(|(k, _)| k).collect();
+        assert_eq!(listed, ["ftp", "http", "https"]);
+    }
+}
