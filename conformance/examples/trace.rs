@@ -1,0 +1,26 @@
+//! Prints every action of one simulated run: `cargo run -p hydra-conformance --example trace -- collapse hydra 2 0`.
+use hydra_conformance::sim::{experiments::scenario, run, Arm, RunOptions};
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let sc = scenario(a.get(1).map_or("storm", |s| s)).expect("a shipped scenario");
+    let arm = match a.get(2).map_or("hydra", |s| s) {
+        "unguarded" => Arm::Unguarded,
+        "zombie" => Arm::Zombie,
+        "committed" => Arm::Committed,
+        "static" => Arm::Static,
+        _ => Arm::Hydra,
+    };
+    let n = a.get(3).and_then(|s| s.parse().ok()).unwrap_or(4);
+    let seed = a.get(4).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let mut o = RunOptions::new(arm, n, seed);
+    o.size = a.get(5).and_then(|s| s.parse().ok());
+    if a.get(6).is_some_and(|s| s == "adversary") {
+        o.extra_events = hydra_conformance::sim::experiments::adversary(&sc, seed, 6);
+        eprintln!("{:?}", o.extra_events);
+    }
+    o.trace = std::env::var_os("TRACE").is_some();
+    if let Some(ms) = std::env::var("DT_MS").ok().and_then(|s| s.parse().ok()) {
+        o.dt = std::time::Duration::from_millis(ms);
+    }
+    println!("{:?}", run(&sc, &o));
+}

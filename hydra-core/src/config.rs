@@ -1,0 +1,166 @@
+//! Options for the scheduler and for each source.
+
+use crate::detector::DetectorConfig;
+use crate::types::Capabilities;
+use std::time::Duration;
+
+/// How many connections each source gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Concurrency {
+    /// Start each source at `start` connections and admit one more at a time while aggregate
+    /// goodput rises by at least [`SearchPolicy::accept_fraction`] of what the connection-count
+    /// ratio promises. The default, with `start = 1`.
+    Search {
+        /// Connections per source at the start.
+        start: usize,
+    },
+    /// Exactly this many connections per source (capped by the ceilings). For experiments and
+    /// for users who insist.
+    Fixed(usize),
+}
+
+/// Switches for the guards on repair. All on by default; the simulator turns them off to show
+/// what each one is worth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RepairPolicy {
+    /// Floor the deadband `√(δ·T_rem/n)` at one setup cost δ.
+    pub floor_deadband: bool,
+    /// Require the projected makespan (a max) to improve by more than the repair's cost.
+    pub makespan_test: bool,
+    /// Require victim and taker to be warm and settled (a collapsing victim is exempt).
+    pub warm_guard: bool,
+    /// Credit a taker on the victim's own source only with the share of its rate that the
+    /// concurrency search measured as additive, unless the victim is collapsing.
+    pub shared_bottleneck_guard: bool,
+    /// Move work to a busy taker only when it is about to finish (within two rate windows):
+    /// earlier, the move buys nothing and is decided on staler rates.
+    pub imminent_taker: bool,
+}
+
+impl RepairPolicy {
+    /// Every guard on.
+    pub const GUARDED: RepairPolicy = RepairPolicy {
+        floor_deadband: true,
+        makespan_test: true,
+        warm_guard: true,
+        shared_bottleneck_guard: true,
+        imminent_taker: true,
+    };
+    /// Every guard off: repair whenever projected finishes diverge by more than the unfloored
+    /// deadband. This is the policy that produced the seed's repair storm.
+    pub const UNGUARDED: RepairPolicy = RepairPolicy {
+        floor_deadband: false,
+        makespan_test: false,
+        warm_guard: false,
+        shared_bottleneck_guard: false,
+        imminent_taker: false,
+    };
+}
+
+impl Default for RepairPolicy {
+    fn default() -> Self {
+        RepairPolicy::GUARDED
+    }
+}
+
+/// Tuning of the in-band concurrency search.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SearchPolicy {
+    /// Keep a new level only if aggregate goodput rose by at least this fraction of the gain
+    /// the connection-count ratio promises (`k+1` over `k` promises `1/k`).
+    pub accept_fraction: f64,
+    /// Shortest measurement window for one level.
+    pub min_measure: Duration,
+    /// Longest measurement window for one level.
+    pub max_measure: Duration,
+    /// The measurement window is this many setup costs long, within the bounds above.
+    pub measure_setups: f64,
+}
+
+impl Default for SearchPolicy {
+    fn default() -> Self {
+        SearchPolicy {
+            accept_fraction: 0.5,
+            min_measure: Duration::from_millis(1000),
+            max_measure: Duration::from_millis(3000),
+            measure_setups: 4.0,
+        }
+    }
+}
+
+/// Scheduler options. `Config::default()` is what a user gets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Connection ceiling per source (a source is one host). Default 4.
+    pub per_host: usize,
+    /// Connection ceiling over all sources. Default 16.
+    pub total: usize,
+    /// How the connection count is chosen. Default: search from 1.
+    pub concurrency: Concurrency,
+    /// Length of a rate window. Default 200 ms.
+    pub window: Duration,
+    /// A fetch with no byte for this long is reclaimed and its source charged a failure.
+    /// Default 10 s.
+    pub stall_timeout: Duration,
+    /// First backoff after a failure; doubles per consecutive failure. Default 500 ms.
+    pub backoff: Duration,
+    /// Longest backoff. Default 8 s.
+    pub max_backoff: Duration,
+    /// Consecutive failures after which a source is dead. Default 5.
+    pub max_failures: u32,
+    /// The smallest range the scheduler moves or requests on its own. Default 64 KiB.
+    pub min_piece: u64,
+    /// Guards on repair.
+    pub repair: RepairPolicy,
+    /// The concurrency search.
+    pub search: SearchPolicy,
+    /// The collapse detector.
+    pub detector: DetectorConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            per_host: 4,
+            total: 16,
+            concurrency: Concurrency::Search { start: 1 },
+            window: Duration::from_millis(200),
+            stall_timeout: Duration::from_secs(10),
+            backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(8),
+            max_failures: 5,
+            min_piece: 64 * 1024,
+            repair: RepairPolicy::GUARDED,
+            search: SearchPolicy::default(),
+            detector: DetectorConfig::default(),
+        }
+    }
+}
+
+/// What the scheduler knows about one source before the transfer starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceSpec {
+    /// What its scheme can do.
+    pub caps: Capabilities,
+    /// A ceiling of its own (e.g. from the user), on top of [`Config::per_host`].
+    pub max_connections: Option<usize>,
+    /// Relative preference (a mirror ranking), used only for the very first split. Default 1.
+    pub prior: Option<f64>,
+    /// Setup cost δ seen at probe (request to first byte), until measured online.
+    pub setup: Option<Duration>,
+    /// Round trip time, used to price `preempt_cost_rtt`. Defaults to the pooled setup cost.
+    pub rtt: Option<Duration>,
+}
+
+impl SourceSpec {
+    /// A source with these capabilities and nothing else known.
+    pub fn new(caps: Capabilities) -> Self {
+        SourceSpec {
+            caps,
+            max_connections: None,
+            prior: None,
+            setup: None,
+            rtt: None,
+        }
+    }
+}

@@ -1,0 +1,1652 @@
+//! The scheduler: who fetches which bytes, from where, and when to move work.
+
+use crate::config::{Concurrency, Config, SourceSpec};
+use crate::detector::{CollapseDetector, Grade};
+use crate::interval::RangeSet;
+use crate::limit::LimitReason;
+use crate::types::{Action, ByteRange, ConnId, Failure, FetchEnd, FetchId, SourceId};
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// Whether the session that delivered a fetch's first byte was opened for it or reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Session {
+    /// A new connection (handshakes paid).
+    New,
+    /// A pooled connection.
+    Reused,
+}
+
+/// How the transfer ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every byte of `[0, S)` is held.
+    Complete,
+    /// No live source is left that can serve the remaining bytes.
+    Failed(FailReason),
+}
+
+/// Why a transfer failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailReason {
+    /// Every source is dead.
+    AllSourcesDead,
+    /// Live sources remain, but none can serve what is left (e.g. only sources without ranges
+    /// remain and byte 0 is already held).
+    NoServableSource,
+}
+
+/// Something worth telling a person or a log. Drained with [`Scheduler::poll_notice`]; the
+/// queue keeps the newest 64.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Notice {
+    /// Work moved from `victim` to whoever is idle first (or to `taker` when named).
+    Repair {
+        /// The fetch whose range was shrunk or cancelled.
+        victim: FetchId,
+        /// The slot the work is expected to go to.
+        taker: Option<ConnId>,
+        /// Bytes moved.
+        bytes: u64,
+        /// Projected makespan gain.
+        gain: Duration,
+    },
+    /// A fetch's health grade changed.
+    Grade {
+        /// The fetch.
+        fetch: FetchId,
+        /// Its new grade.
+        grade: Grade,
+    },
+    /// The concurrency search changed a source's level or its reason.
+    Limit {
+        /// The source.
+        source: SourceId,
+        /// The reason now.
+        reason: LimitReason,
+    },
+    /// A source was marked dead.
+    SourceDead {
+        /// The source.
+        source: SourceId,
+    },
+    /// A fetch was reclaimed because nothing arrived for the stall timeout.
+    Stalled {
+        /// The fetch.
+        fetch: FetchId,
+    },
+}
+
+/// Counters over the whole transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// Requests issued.
+    pub requests: u64,
+    /// Divergence-triggered repairs executed.
+    pub repairs: u64,
+    /// Splits made to give work to a connection admitted by the concurrency search.
+    pub admissions: u64,
+    /// Repairs considered and refused by a guard.
+    pub refused_repairs: u64,
+    /// Fetches cancelled (stall, dead source, collapse restart).
+    pub cancels: u64,
+    /// Fetches that failed.
+    pub failures: u64,
+    /// Bytes reported past a fetch's far end (dropped: waste on the wire).
+    pub waste_bytes: u64,
+    /// Bytes reported for an offset that was already held (must stay 0).
+    pub duplicate_bytes: u64,
+    /// Bytes reported for a fetch that had already ended or never existed (ignored).
+    pub stale_bytes: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Fetch {
+    id: FetchId,
+    start: u64,
+    pos: u64,
+    hi: u64,
+    /// Far end before the last shrink: a clamp may not raise `hi` above it.
+    shrunk_from: u64,
+    shrunk: bool,
+    cancelled: bool,
+    requested_at: Duration,
+    first_byte_at: Option<Duration>,
+    last_data_at: Duration,
+    window_start: Duration,
+    window_bytes: u64,
+    detector: CollapseDetector,
+}
+
+impl Fetch {
+    fn left(&self) -> u64 {
+        self.hi.saturating_sub(self.pos)
+    }
+    fn owned(&self) -> ByteRange {
+        ByteRange::new(self.pos, self.hi)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Slot {
+    source: SourceId,
+    fetch: Option<Fetch>,
+    /// Settled rate of the last fetch on this slot, bytes/s (0 when unknown).
+    last_rate: f64,
+    /// The session behind the slot can be reused for the next request.
+    reusable: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum SearchState {
+    Off,
+    Settling,
+    Measuring { since: Duration, bytes0: u64 },
+    Done,
+}
+
+/// Online estimate of one kind of setup cost, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Estimate {
+    value: f64,
+    samples: u32,
+}
+
+impl Estimate {
+    const ALPHA: f64 = 0.3;
+    fn unknown() -> Self {
+        Estimate {
+            value: f64::NAN,
+            samples: 0,
+        }
+    }
+    fn add(&mut self, x: f64) {
+        self.value = if self.samples == 0 {
+            x
+        } else {
+            Self::ALPHA * x + (1.0 - Self::ALPHA) * self.value
+        };
+        self.samples += 1;
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Source {
+    spec: SourceSpec,
+    ceiling: usize,
+    level: usize,
+    /// Setup cost of a request on a new connection (request to first byte).
+    delta_new: Estimate,
+    /// Setup cost of a request on a reused connection.
+    delta_reused: Estimate,
+    /// Setup cost given before the transfer (probe), used until measured.
+    delta_hint: f64,
+    failures: u32,
+    backoff_until: Duration,
+    dead: bool,
+    bytes: u64,
+    search: SearchState,
+    prev_level: Option<(usize, f64)>,
+    limit: LimitReason,
+    /// Fraction of a sibling connection's rate that is additive capacity (measured by the
+    /// search); `None` when unmeasured.
+    additivity: Option<f64>,
+}
+
+impl Source {
+    /// δ for a request on a new connection, in seconds (NaN when unknown).
+    fn delta_new(&self) -> f64 {
+        if self.delta_new.samples > 0 {
+            self.delta_new.value
+        } else {
+            self.delta_hint
+        }
+    }
+    /// δ for a request on a slot whose session is reusable, in seconds.
+    fn delta_for(&self, reusable: bool) -> f64 {
+        if reusable && self.delta_reused.samples > 0 {
+            self.delta_reused.value
+        } else {
+            self.delta_new()
+        }
+    }
+    fn rtt(&self) -> f64 {
+        match self.spec.rtt {
+            Some(r) => r.as_secs_f64(),
+            None if self.delta_reused.samples > 0 => self.delta_reused.value,
+            None => self.delta_new(),
+        }
+    }
+    fn preempt_time(&self) -> f64 {
+        let k = self.spec.caps.preempt_cost_rtt;
+        if k > 0.0 {
+            k * self.rtt()
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A candidate to take work in a repair.
+#[derive(Debug, Clone, Copy)]
+struct Taker {
+    kind: TakerKind,
+    source: usize,
+    /// Seconds from now until it can start the new request.
+    eta: f64,
+    /// Rate it is credited with, bytes/s.
+    rate: f64,
+    /// Setup cost of its request, seconds.
+    delta: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum TakerKind {
+    /// An idle slot (index into `slots`, or `slots.len()` for a slot not yet created).
+    Idle(usize),
+    /// A busy fetch on this slot, which takes the work when it finishes.
+    Busy(usize),
+    /// The victim itself, restarted on a new connection.
+    Restart,
+}
+
+/// The scheduler kernel. See the crate documentation for the contract.
+///
+/// Methods come in four groups: construction ([`Scheduler::new`], [`Scheduler::mark_done`]);
+/// inputs (`on_*`); the clock ([`Scheduler::tick`], [`Scheduler::next_deadline`]); outputs
+/// ([`Scheduler::poll_action`], [`Scheduler::poll_notice`]) and getters.
+#[derive(Debug, Clone)]
+pub struct Scheduler {
+    cfg: Config,
+    size: u64,
+    sources: Vec<Source>,
+    slots: Vec<Slot>,
+    held: RangeSet,
+    unassigned: RangeSet,
+    actions: VecDeque<Action>,
+    notices: VecDeque<Notice>,
+    next_fetch: u64,
+    stats: Stats,
+    now: Duration,
+    started: bool,
+    outcome: Option<Outcome>,
+    quiet_until: Duration,
+    window_closed: bool,
+    // Scratch space reused by every tick, so the steady state does not allocate.
+    scratch_fill: Vec<(usize, usize, f64)>,
+    scratch_pieces: Vec<ByteRange>,
+}
+
+const MAX_NOTICES: usize = 64;
+
+impl Scheduler {
+    /// A scheduler for an object of `size` bytes served by `sources`, with nothing held yet.
+    ///
+    /// # Panics
+    /// If `sources` is empty or holds more than `u16::MAX` entries: both are caller bugs.
+    pub fn new(size: u64, sources: Vec<SourceSpec>, cfg: Config) -> Self {
+        assert!(!sources.is_empty(), "a transfer needs at least one source");
+        assert!(sources.len() <= usize::from(u16::MAX), "too many sources");
+        let total = cfg.total.max(1);
+        let sources: Vec<Source> = sources
+            .into_iter()
+            .map(|spec| {
+                let mut ceiling = cfg.per_host.max(1).min(total);
+                if let Some(m) = spec.caps.max_connections_per_host {
+                    ceiling = ceiling.min(m.max(1));
+                }
+                if let Some(m) = spec.max_connections {
+                    ceiling = ceiling.min(m.max(1));
+                }
+                if !spec.caps.ranged {
+                    ceiling = 1;
+                }
+                let (level, search, limit) = match cfg.concurrency {
+                    Concurrency::Fixed(n) => {
+                        (n.clamp(1, ceiling), SearchState::Off, LimitReason::None)
+                    }
+                    Concurrency::Search { start } => {
+                        let l = start.clamp(1, ceiling);
+                        (
+                            l,
+                            SearchState::Settling,
+                            LimitReason::Measuring { level: l },
+                        )
+                    }
+                };
+                Source {
+                    delta_hint: spec.setup.map_or(f64::NAN, |d| d.as_secs_f64()),
+                    spec,
+                    ceiling,
+                    level,
+                    delta_new: Estimate::unknown(),
+                    delta_reused: Estimate::unknown(),
+                    failures: 0,
+                    backoff_until: Duration::ZERO,
+                    dead: false,
+                    bytes: 0,
+                    search,
+                    prev_level: None,
+                    limit,
+                    additivity: None,
+                }
+            })
+            .collect();
+        let mut unassigned = RangeSet::with_capacity(64);
+        unassigned.insert(ByteRange::new(0, size));
+        Scheduler {
+            size,
+            slots: Vec::with_capacity(total),
+            held: RangeSet::with_capacity(64),
+            unassigned,
+            actions: VecDeque::with_capacity(4 * total + 8),
+            notices: VecDeque::with_capacity(MAX_NOTICES),
+            next_fetch: 0,
+            stats: Stats::default(),
+            now: Duration::ZERO,
+            started: false,
+            outcome: if size == 0 {
+                Some(Outcome::Complete)
+            } else {
+                None
+            },
+            quiet_until: Duration::ZERO,
+            window_closed: false,
+            scratch_fill: Vec::with_capacity(total + 1),
+            scratch_pieces: Vec::with_capacity(64),
+            sources,
+            cfg,
+        }
+    }
+
+    /// Records that `range` is already held (a resume). Call before the first
+    /// [`Scheduler::tick`]; later calls are ignored.
+    pub fn mark_done(&mut self, range: ByteRange) {
+        if self.started {
+            return;
+        }
+        let r = range.intersect(&ByteRange::new(0, self.size));
+        self.held.insert(r);
+        self.unassigned.remove(r);
+        if self.held.len_bytes() == self.size {
+            self.outcome = Some(Outcome::Complete);
+        }
+    }
+
+    // ---------------------------------------------------------------- inputs
+
+    /// The first byte of `fetch` arrived on a session that was `session`. Optional: the first
+    /// [`Scheduler::on_data`] implies it, but without this call δ is not measured.
+    pub fn on_first_byte(&mut self, fetch: FetchId, session: Session, now: Duration) {
+        let now = self.clock(now);
+        let Some(si) = self.slot_of(fetch) else {
+            return;
+        };
+        let src = self.slots[si].source.0 as usize;
+        let f = self.slots[si].fetch.as_mut().expect("slot_of found it");
+        if f.first_byte_at.is_some() {
+            return;
+        }
+        f.first_byte_at = Some(now);
+        f.window_start = now;
+        f.last_data_at = now;
+        let d = now.saturating_sub(f.requested_at).as_secs_f64();
+        let s = &mut self.sources[src];
+        match session {
+            Session::New => s.delta_new.add(d),
+            Session::Reused => s.delta_reused.add(d),
+        }
+    }
+
+    /// `len` bytes of `fetch` starting at `offset` were written to the sink. Bytes must be
+    /// reported in order per fetch. Bytes below the fetch's position are counted as
+    /// duplicates, bytes at or past its far end as waste, and reports for an unknown or ended
+    /// fetch as stale; none of them changes what is held.
+    pub fn on_data(&mut self, fetch: FetchId, offset: u64, len: u64, now: Duration) {
+        let now = self.clock(now);
+        let Some(si) = self.slot_of(fetch) else {
+            self.stats.stale_bytes += len;
+            return;
+        };
+        let window = self.cfg.window;
+        let src = self.slots[si].source.0 as usize;
+        let f = self.slots[si].fetch.as_mut().expect("slot_of found it");
+        if f.first_byte_at.is_none() {
+            f.first_byte_at = Some(now);
+            f.window_start = now;
+        }
+        let end = offset.saturating_add(len);
+        if offset > f.pos {
+            // A gap: the driver broke the in-order contract. Nothing is taken; the range stays
+            // owned and is re-served when the fetch ends.
+            self.stats.stale_bytes += len;
+            return;
+        }
+        let below = f.pos.min(end).saturating_sub(offset);
+        let take = ByteRange::new(f.pos, end.min(f.hi));
+        let past = end.saturating_sub(f.hi.max(offset));
+        self.stats.duplicate_bytes += below;
+        self.stats.waste_bytes += past;
+        if !take.is_empty() {
+            self.window_closed |= roll_windows(f, now, window, &mut self.notices);
+            f.pos = take.hi;
+            f.window_bytes += take.len();
+            f.last_data_at = now;
+            let dup = self.held.insert(take);
+            self.stats.duplicate_bytes += dup;
+            let s = &mut self.sources[src];
+            s.bytes += take.len();
+            s.failures = 0;
+            if self.held.len_bytes() == self.size {
+                self.outcome = Some(Outcome::Complete);
+            }
+        }
+    }
+
+    /// The driver applied the last [`Action::Shrink`] or [`Action::Cancel`] of `fetch`, and the
+    /// fetch will really stop at `effective_hi` (at least what was asked, because bytes already
+    /// claimed by the transport cannot be taken back). Call before polling the next action.
+    pub fn on_shrink_applied(&mut self, fetch: FetchId, effective_hi: u64) {
+        let Some(si) = self.slot_of(fetch) else {
+            return;
+        };
+        let f = self.slots[si].fetch.as_mut().expect("slot_of found it");
+        let eff = effective_hi.min(f.shrunk_from);
+        if eff <= f.hi {
+            return;
+        }
+        let back = ByteRange::new(f.hi, eff);
+        f.hi = eff;
+        self.unassigned.remove(back);
+        // A request queued in the same tick may have been handed part of `back`: trim it.
+        let mut k = 0;
+        while k < self.actions.len() {
+            if let Action::Request {
+                fetch: g, range, ..
+            } = self.actions[k]
+            {
+                let cut = range.intersect(&back);
+                if !cut.is_empty() {
+                    let new = ByteRange::new(range.lo.max(eff), range.hi);
+                    let gi = self.slot_of(g).expect("a queued request has a live fetch");
+                    if new.is_empty() {
+                        self.slots[gi].fetch = None;
+                        self.stats.requests -= 1;
+                        self.actions.remove(k);
+                        continue;
+                    }
+                    let gf = self.slots[gi].fetch.as_mut().expect("checked");
+                    gf.start = new.lo;
+                    gf.pos = new.lo;
+                    gf.hi = new.hi;
+                    gf.shrunk_from = new.hi;
+                    if let Action::Request { range: r, .. } = &mut self.actions[k] {
+                        *r = new;
+                    }
+                }
+            }
+            k += 1;
+        }
+    }
+
+    /// `fetch` ended. Whatever it owned and did not deliver returns to the unassigned set.
+    pub fn on_end(&mut self, fetch: FetchId, end: FetchEnd, now: Duration) {
+        let now = self.clock(now);
+        let Some(si) = self.slot_of(fetch) else {
+            return;
+        };
+        let window = self.cfg.window;
+        let slot = &mut self.slots[si];
+        let mut f = slot.fetch.take().expect("slot_of found it");
+        roll_windows(&mut f, now, window, &mut self.notices);
+        if f.detector.is_settled() || (slot.last_rate == 0.0 && f.detector.is_warm()) {
+            slot.last_rate = f.detector.medium();
+        }
+        let rest = f.owned();
+        if !rest.is_empty() {
+            self.unassigned.insert(rest);
+        }
+        slot.reusable = matches!(end, FetchEnd::Finished) && !f.shrunk && rest.is_empty();
+        let src = slot.source.0 as usize;
+        if let FetchEnd::Failed(kind) = end {
+            self.stats.failures += 1;
+            self.source_failed(src, kind, now);
+        }
+    }
+
+    /// The source is unusable from now on (e.g. its object changed). Its fetches are cancelled.
+    pub fn on_source_dead(&mut self, source: SourceId, now: Duration) {
+        let _ = self.clock(now);
+        self.kill_source(source.0 as usize);
+    }
+
+    // ---------------------------------------------------------------- clock
+
+    /// Advances the scheduler to `now` (which never goes backwards; an earlier value is treated
+    /// as the latest one seen). Queues actions; drain them with [`Scheduler::poll_action`].
+    pub fn tick(&mut self, now: Duration) {
+        let now = self.clock(now);
+        if self.outcome.is_some() {
+            return;
+        }
+        self.started = true;
+        self.roll_all(now);
+        self.reclaim_stalls(now);
+        self.search(now);
+        self.assign(now);
+        if self.window_closed && now >= self.quiet_until {
+            self.repair(now);
+        }
+        self.window_closed = false;
+        self.assign(now);
+        self.check_outcome();
+    }
+
+    /// When the driver must call [`Scheduler::tick`] next, even if nothing arrives. `None` once
+    /// the transfer has ended.
+    pub fn next_deadline(&self) -> Option<Duration> {
+        if self.outcome.is_some() {
+            return None;
+        }
+        if !self.started {
+            return Some(self.now);
+        }
+        let mut next: Option<Duration> = None;
+        let mut earliest = |t: Duration| {
+            next = Some(next.map_or(t, |n: Duration| n.min(t)));
+        };
+        for s in &self.slots {
+            if let Some(f) = &s.fetch {
+                match f.first_byte_at {
+                    Some(_) => earliest(f.window_start + self.cfg.window),
+                    None => earliest(f.requested_at + self.cfg.stall_timeout),
+                }
+            }
+        }
+        for s in &self.sources {
+            if !s.dead && s.backoff_until > self.now {
+                earliest(s.backoff_until);
+            }
+        }
+        Some(next.unwrap_or(self.now + self.cfg.window))
+    }
+
+    // ---------------------------------------------------------------- outputs
+
+    /// The next action, in the order they must be executed.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// The next notice.
+    pub fn poll_notice(&mut self) -> Option<Notice> {
+        self.notices.pop_front()
+    }
+
+    // ---------------------------------------------------------------- getters
+
+    /// The object size.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    /// Bytes delivered.
+    pub fn held(&self) -> &RangeSet {
+        &self.held
+    }
+    /// Bytes owned by nobody.
+    pub fn unassigned(&self) -> &RangeSet {
+        &self.unassigned
+    }
+    /// Every live fetch with the range it owns (`[position, far end)`).
+    pub fn in_flight(&self) -> impl Iterator<Item = (FetchId, ConnId, SourceId, ByteRange)> + '_ {
+        self.slots.iter().enumerate().filter_map(|(i, s)| {
+            s.fetch
+                .as_ref()
+                .map(|f| (f.id, ConnId(i as u16), s.source, f.owned()))
+        })
+    }
+    /// Bytes not yet delivered.
+    pub fn remaining(&self) -> u64 {
+        self.size - self.held.len_bytes()
+    }
+    /// The outcome, once the transfer has ended.
+    pub fn outcome(&self) -> Option<Outcome> {
+        self.outcome
+    }
+    /// Counters.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+    /// Why `source` has the connections it has.
+    pub fn limit_reason(&self, source: SourceId) -> LimitReason {
+        self.sources[source.0 as usize].limit
+    }
+    /// Connections the search currently admits for `source`.
+    pub fn level(&self, source: SourceId) -> usize {
+        self.sources[source.0 as usize].level
+    }
+    /// True when `source` is dead.
+    pub fn is_dead(&self, source: SourceId) -> bool {
+        self.sources[source.0 as usize].dead
+    }
+    /// The health grade of a live fetch.
+    pub fn grade(&self, fetch: FetchId) -> Option<Grade> {
+        self.slot_of(fetch)
+            .and_then(|i| self.slots[i].fetch.as_ref())
+            .map(|f| f.detector.grade())
+    }
+    /// The projection rate of a live fetch, bytes/s (0 until measured).
+    pub fn rate(&self, fetch: FetchId) -> Option<f64> {
+        self.slot_of(fetch)
+            .and_then(|i| self.slots[i].fetch.as_ref())
+            .map(|f| f.detector.projection_rate())
+    }
+    /// The measured setup cost of a request on a new connection to `source`.
+    pub fn setup_cost(&self, source: SourceId) -> Option<Duration> {
+        let d = self.sources[source.0 as usize].delta_new();
+        (d.is_finite() && d >= 0.0).then(|| Duration::from_secs_f64(d))
+    }
+    /// Bytes delivered by `source`.
+    pub fn source_bytes(&self, source: SourceId) -> u64 {
+        self.sources[source.0 as usize].bytes
+    }
+    /// Number of sources.
+    pub fn source_count(&self) -> usize {
+        self.sources.len()
+    }
+
+    // ---------------------------------------------------------------- internals
+
+    fn clock(&mut self, now: Duration) -> Duration {
+        if now > self.now {
+            self.now = now;
+        }
+        self.now
+    }
+
+    fn slot_of(&self, fetch: FetchId) -> Option<usize> {
+        self.slots
+            .iter()
+            .position(|s| s.fetch.as_ref().is_some_and(|f| f.id == fetch))
+    }
+
+    fn notice(&mut self, n: Notice) {
+        push_notice(&mut self.notices, n);
+    }
+
+    fn busy(&self, src: usize) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| s.source.0 as usize == src && s.fetch.is_some())
+            .count()
+    }
+
+    fn busy_total(&self) -> usize {
+        self.slots.iter().filter(|s| s.fetch.is_some()).count()
+    }
+
+    fn available(&self, src: usize, now: Duration) -> bool {
+        let s = &self.sources[src];
+        !s.dead && s.backoff_until <= now
+    }
+
+    /// Slots the source may still open now.
+    fn open_slots(&self, src: usize, now: Duration) -> usize {
+        if !self.available(src, now) {
+            return 0;
+        }
+        let s = &self.sources[src];
+        let target = s.level.min(s.ceiling);
+        let free_total = self.cfg.total.saturating_sub(self.busy_total());
+        target.saturating_sub(self.busy(src)).min(free_total)
+    }
+
+    /// An idle slot of `src`, or the index a new one would get (`None` when none can exist).
+    fn idle_slot(&self, src: usize) -> Option<usize> {
+        if let Some(i) = self
+            .slots
+            .iter()
+            .position(|s| s.source.0 as usize == src && s.fetch.is_none())
+        {
+            return Some(i);
+        }
+        (self.slots.len() < self.cfg.total).then_some(self.slots.len())
+    }
+
+    /// Per-connection rate estimate for `src`, bytes/s (NaN when unknown).
+    fn conn_rate(&self, src: usize) -> f64 {
+        let (mut sum, mut n) = (0.0, 0u32);
+        for s in &self.slots {
+            if s.source.0 as usize != src {
+                continue;
+            }
+            if let Some(f) = &s.fetch {
+                if f.detector.is_settled() && f.detector.grade() == Grade::Healthy {
+                    sum += f.detector.medium();
+                    n += 1;
+                }
+            }
+        }
+        if n > 0 {
+            return sum / f64::from(n);
+        }
+        for s in &self.slots {
+            if s.source.0 as usize == src && s.last_rate > 0.0 {
+                sum += s.last_rate;
+                n += 1;
+            }
+        }
+        if n > 0 {
+            return sum / f64::from(n);
+        }
+        // Measured but not yet settled: better than nothing for an idle slot's estimate.
+        for s in &self.slots {
+            if s.source.0 as usize != src {
+                continue;
+            }
+            if let Some(f) = &s.fetch {
+                if f.detector.is_warm() && f.detector.grade() == Grade::Healthy {
+                    sum += f.detector.medium();
+                    n += 1;
+                }
+            }
+        }
+        if n > 0 {
+            sum / f64::from(n)
+        } else {
+            f64::NAN
+        }
+    }
+
+    /// True when the fetch on `slot` is collapsing on its own: graded collapsing, and fallen
+    /// much further below its own reference than its siblings on the same source (a sibling
+    /// joining a shared bottleneck can halve everyone's rate; that is not a collapse of this
+    /// connection). Without siblings, the fall must be below 30 % of its reference.
+    fn own_collapse(&self, slot: usize) -> bool {
+        let Some(f) = &self.slots[slot].fetch else {
+            return false;
+        };
+        if !f.detector.grade().is_collapsing() {
+            return false;
+        }
+        let src = self.slots[slot].source;
+        let mut ratios = [0.0f64; 16];
+        let mut n = 0;
+        for (i, s) in self.slots.iter().enumerate() {
+            if i == slot || s.source != src {
+                continue;
+            }
+            if let Some(g) = &s.fetch {
+                if g.detector.windows() > 0 && n < ratios.len() {
+                    ratios[n] = g.detector.ratio();
+                    n += 1;
+                }
+            }
+        }
+        let r = f.detector.ratio();
+        if n == 0 {
+            return r < 0.3;
+        }
+        let sib = &mut ratios[..n];
+        sib.sort_by(f64::total_cmp);
+        r < 0.5 * sib[n / 2]
+    }
+
+    fn request(&mut self, slot: usize, src: usize, range: ByteRange, now: Duration) {
+        debug_assert!(!range.is_empty());
+        debug_assert_eq!(self.unassigned.overlap(range), range.len());
+        self.unassigned.remove(range);
+        if slot == self.slots.len() {
+            self.slots.push(Slot {
+                source: SourceId(src as u16),
+                fetch: None,
+                last_rate: 0.0,
+                reusable: false,
+            });
+        }
+        let id = FetchId(self.next_fetch);
+        self.next_fetch += 1;
+        self.slots[slot].fetch = Some(Fetch {
+            id,
+            start: range.lo,
+            pos: range.lo,
+            hi: range.hi,
+            shrunk_from: range.hi,
+            shrunk: false,
+            cancelled: false,
+            requested_at: now,
+            first_byte_at: None,
+            last_data_at: now,
+            window_start: now,
+            window_bytes: 0,
+            detector: CollapseDetector::new(self.cfg.detector),
+        });
+        self.stats.requests += 1;
+        self.actions.push_back(Action::Request {
+            fetch: id,
+            conn: ConnId(slot as u16),
+            source: SourceId(src as u16),
+            range,
+        });
+    }
+
+    /// Lowers the far end of the fetch on `slot` to `hi` (or cancels it when `hi` is its
+    /// position) and returns the freed bytes to the unassigned set.
+    fn shrink(&mut self, slot: usize, hi: u64, cancel: bool) {
+        let f = self.slots[slot]
+            .fetch
+            .as_mut()
+            .expect("shrink of a live fetch");
+        let hi = hi.clamp(f.pos, f.hi);
+        let freed = ByteRange::new(hi, f.hi);
+        f.shrunk_from = f.hi;
+        f.hi = hi;
+        f.shrunk = true;
+        if cancel {
+            f.cancelled = true;
+            self.stats.cancels += 1;
+            self.actions.push_back(Action::Cancel { fetch: f.id });
+        } else {
+            self.actions.push_back(Action::Shrink { fetch: f.id, hi });
+        }
+        self.unassigned.insert(freed);
+    }
+
+    fn roll_all(&mut self, now: Duration) {
+        let window = self.cfg.window;
+        for s in &mut self.slots {
+            if let Some(f) = s.fetch.as_mut() {
+                if roll_windows(f, now, window, &mut self.notices) {
+                    self.window_closed = true;
+                }
+            }
+        }
+    }
+
+    fn reclaim_stalls(&mut self, now: Duration) {
+        let timeout = self.cfg.stall_timeout;
+        for i in 0..self.slots.len() {
+            let Some(f) = self.slots[i].fetch.as_mut() else {
+                continue;
+            };
+            if f.cancelled {
+                continue;
+            }
+            let silent = now.saturating_sub(f.last_data_at);
+            if silent >= timeout {
+                let id = f.id;
+                f.detector.silence(Grade::Dead);
+                self.notice(Notice::Stalled { fetch: id });
+                let pos = self.slots[i].fetch.as_ref().map_or(0, |f| f.pos);
+                self.shrink(i, pos, true);
+                let src = self.slots[i].source.0 as usize;
+                self.source_failed(src, Failure::Transient, now);
+            } else if f.first_byte_at.is_some() && silent >= timeout / 2 {
+                let before = f.detector.grade();
+                f.detector.silence(Grade::Stalled);
+                if before != Grade::Stalled {
+                    let id = f.id;
+                    self.notice(Notice::Grade {
+                        fetch: id,
+                        grade: Grade::Stalled,
+                    });
+                }
+            }
+        }
+    }
+
+    fn source_failed(&mut self, src: usize, kind: Failure, now: Duration) {
+        let busy = self.busy(src);
+        let s = &mut self.sources[src];
+        s.failures += 1;
+        match kind {
+            Failure::Fatal => {
+                self.kill_source(src);
+                return;
+            }
+            Failure::Refused { retry_after } => {
+                s.ceiling = busy.max(1);
+                s.level = s.level.min(s.ceiling);
+                s.search = SearchState::Done;
+                s.limit = LimitReason::Refused { serving: busy };
+                let wait = retry_after.unwrap_or(self.cfg.backoff);
+                s.backoff_until = now + wait.min(self.cfg.max_backoff * 4);
+                let limit = s.limit;
+                self.notice(Notice::Limit {
+                    source: SourceId(src as u16),
+                    reason: limit,
+                });
+            }
+            Failure::Transient => {
+                let exp = s.failures.saturating_sub(1).min(16);
+                let wait = self
+                    .cfg
+                    .backoff
+                    .saturating_mul(1 << exp)
+                    .min(self.cfg.max_backoff);
+                s.backoff_until = now + wait;
+            }
+        }
+        if self.sources[src].failures >= self.cfg.max_failures {
+            self.kill_source(src);
+        }
+    }
+
+    fn kill_source(&mut self, src: usize) {
+        if self.sources[src].dead {
+            return;
+        }
+        self.sources[src].dead = true;
+        self.notice(Notice::SourceDead {
+            source: SourceId(src as u16),
+        });
+        for i in 0..self.slots.len() {
+            if self.slots[i].source.0 as usize != src {
+                continue;
+            }
+            if let Some(f) = &self.slots[i].fetch {
+                if !f.cancelled {
+                    let pos = f.pos;
+                    self.shrink(i, pos, true);
+                }
+            }
+        }
+    }
+
+    fn check_outcome(&mut self) {
+        if self.outcome.is_some() {
+            return;
+        }
+        if self.held.len_bytes() == self.size {
+            self.outcome = Some(Outcome::Complete);
+            return;
+        }
+        let busy = self.slots.iter().any(|s| s.fetch.is_some());
+        if busy {
+            return;
+        }
+        let live: Vec<_> = (0..self.sources.len())
+            .filter(|&i| !self.sources[i].dead)
+            .collect();
+        if live.is_empty() {
+            self.outcome = Some(Outcome::Failed(FailReason::AllSourcesDead));
+            return;
+        }
+        let zero_open = self.unassigned.first().is_some_and(|r| r.lo == 0);
+        let servable = live
+            .iter()
+            .any(|&i| self.sources[i].spec.caps.ranged || zero_open);
+        if !servable {
+            self.outcome = Some(Outcome::Failed(FailReason::NoServableSource));
+        }
+    }
+
+    // ---------------------------------------------------------------- assignment
+
+    /// Work-conserving assignment: every slot that may run gets a maximal range while
+    /// unassigned bytes remain. Several slots opening at once split the unassigned bytes in
+    /// proportion to their expected rates (the prior before anything is measured).
+    fn assign(&mut self, now: Duration) {
+        if self.unassigned.is_empty() {
+            return;
+        }
+        let mut fill = std::mem::take(&mut self.scratch_fill);
+        fill.clear();
+        let mut mean_known = 0.0;
+        let mut n_known = 0u32;
+        for src in 0..self.sources.len() {
+            let r = self.conn_rate(src);
+            if r.is_finite() && r > 0.0 {
+                mean_known += r;
+                n_known += 1;
+            }
+        }
+        let mean_known = if n_known > 0 {
+            mean_known / f64::from(n_known)
+        } else {
+            1.0
+        };
+        let mut planned_total = self.busy_total();
+        for src in 0..self.sources.len() {
+            // Sources without ranges only ever stream from byte 0.
+            if !self.sources[src].spec.caps.ranged {
+                if self.open_slots(src, now) > 0
+                    && self.unassigned.first().is_some_and(|r| r.lo == 0)
+                {
+                    if let Some(slot) = self.idle_slot(src) {
+                        let r = self.unassigned.first().expect("checked");
+                        self.request(slot, src, r, now);
+                        planned_total += 1;
+                    }
+                }
+                continue;
+            }
+            let open = self
+                .open_slots(src, now)
+                .min(self.cfg.total.saturating_sub(planned_total));
+            let r = self.conn_rate(src);
+            let w = if r.is_finite() && r > 0.0 {
+                r
+            } else {
+                self.sources[src].spec.prior.unwrap_or(1.0).max(1e-6) * mean_known
+            };
+            let mut taken = 0;
+            for (i, s) in self.slots.iter().enumerate() {
+                if taken == open {
+                    break;
+                }
+                if s.source.0 as usize == src && s.fetch.is_none() {
+                    fill.push((src, i, w));
+                    taken += 1;
+                }
+            }
+            // Slots not created yet get indices past the end, in order.
+            while taken < open {
+                let idx =
+                    self.slots.len() + fill.iter().filter(|f| f.1 >= self.slots.len()).count();
+                if idx >= self.cfg.total {
+                    break;
+                }
+                fill.push((src, idx, w));
+                taken += 1;
+            }
+            planned_total += taken;
+        }
+        if fill.is_empty() || self.unassigned.is_empty() {
+            self.scratch_fill = fill;
+            return;
+        }
+        // New slots must be created in index order for `request` to push them.
+        fill.sort_by_key(|f| f.1);
+        let mut pieces = std::mem::take(&mut self.scratch_pieces);
+        pieces.clear();
+        pieces.extend(self.unassigned.iter());
+        if fill.len() == 1 {
+            let (src, slot, _) = fill[0];
+            if let Some(r) = self.unassigned.largest() {
+                self.request(slot, src, r, now);
+            }
+        } else {
+            let total: u64 = pieces.iter().map(|p| p.len()).sum();
+            let wsum: f64 = fill.iter().map(|f| f.2).sum();
+            let min_piece = self.cfg.min_piece.max(1);
+            let mut p = 0;
+            let mut cur = pieces[0].lo;
+            let n = fill.len();
+            for (k, &(src, slot, w)) in fill.iter().enumerate() {
+                if p >= pieces.len() {
+                    break;
+                }
+                let piece_end = pieces[p].hi;
+                let want = ((total as f64) * w / wsum).ceil() as u64;
+                let mut take = want.max(min_piece).min(piece_end - cur);
+                if k + 1 == n || piece_end - (cur + take) < min_piece {
+                    take = piece_end - cur;
+                }
+                let r = ByteRange::new(cur, cur + take);
+                self.request(slot, src, r, now);
+                cur += take;
+                if cur >= piece_end {
+                    p += 1;
+                    if p < pieces.len() {
+                        cur = pieces[p].lo;
+                    }
+                }
+            }
+        }
+        self.scratch_pieces = pieces;
+        self.scratch_fill = fill;
+    }
+
+    // ---------------------------------------------------------------- concurrency search
+
+    fn search(&mut self, now: Duration) {
+        for src in 0..self.sources.len() {
+            if self.sources[src].dead {
+                continue;
+            }
+            match self.sources[src].search {
+                SearchState::Off | SearchState::Done => {}
+                SearchState::Settling => {
+                    let level = self.sources[src].level;
+                    let delivering = self
+                        .slots
+                        .iter()
+                        .filter(|s| s.source.0 as usize == src)
+                        .filter_map(|s| s.fetch.as_ref())
+                        .filter(|f| !f.cancelled && f.detector.is_settled())
+                        .count();
+                    if delivering >= level {
+                        let bytes0 = self.sources[src].bytes;
+                        self.sources[src].search = SearchState::Measuring { since: now, bytes0 };
+                    } else if self.unassigned.is_empty() && self.busy(src) < level {
+                        // The admitted slot found no work: nothing left worth splitting.
+                        self.finish_search(
+                            src,
+                            LimitReason::Starved {
+                                serving: self.busy(src),
+                            },
+                        );
+                    }
+                }
+                SearchState::Measuring { since, bytes0 } => {
+                    let level = self.sources[src].level;
+                    if self.busy(src) < level {
+                        // A connection ended mid-measurement: the sample is void.
+                        if self.unassigned.is_empty() {
+                            let serving = self.busy(src);
+                            self.finish_search(src, LimitReason::Starved { serving });
+                        } else {
+                            self.sources[src].search = SearchState::Settling;
+                        }
+                        continue;
+                    }
+                    let span = self.measure_span(src);
+                    let elapsed = now.saturating_sub(since);
+                    if elapsed < span {
+                        continue;
+                    }
+                    let rate = (self.sources[src].bytes - bytes0) as f64 / elapsed.as_secs_f64();
+                    self.level_measured(src, level, rate, now);
+                }
+            }
+        }
+    }
+
+    fn measure_span(&self, src: usize) -> Duration {
+        let p = self.cfg.search;
+        let d = self.sources[src].delta_new();
+        let want = if d.is_finite() {
+            Duration::from_secs_f64(d * p.measure_setups)
+        } else {
+            p.min_measure
+        };
+        want.clamp(p.min_measure, p.max_measure)
+    }
+
+    fn level_measured(&mut self, src: usize, level: usize, rate: f64, now: Duration) {
+        let accept = self.cfg.search.accept_fraction;
+        if let Some((prev, prev_rate)) = self.sources[src].prev_level {
+            let promised = level as f64 / prev as f64 - 1.0;
+            let gained = if prev_rate > 0.0 {
+                rate / prev_rate - 1.0
+            } else {
+                0.0
+            };
+            self.sources[src].additivity = Some((gained / promised).clamp(0.0, 1.0));
+            if !ge(gained, accept * promised) {
+                self.sources[src].level = prev;
+                self.finish_search(
+                    src,
+                    LimitReason::Measured {
+                        chosen: prev,
+                        chosen_rate: prev_rate,
+                        tried: level,
+                        tried_rate: rate,
+                    },
+                );
+                return;
+            }
+        }
+        self.sources[src].prev_level = Some((level, rate));
+        let s = &self.sources[src];
+        if level >= s.ceiling || self.busy_total() >= self.cfg.total {
+            self.finish_search(src, LimitReason::Ceiling { serving: level });
+            return;
+        }
+        // Is there enough work left to measure another level and profit from it?
+        let remaining = self.remaining() as f64;
+        let agg = self.aggregate_rate();
+        let span = self.measure_span(src).as_secs_f64();
+        let d = s.delta_new();
+        let t_rem = remaining / agg;
+        if !gt(t_rem, 2.0 * span + 2.0 * d.max(0.0)) {
+            self.finish_search(src, LimitReason::Starved { serving: level });
+            return;
+        }
+        self.sources[src].level = level + 1;
+        self.sources[src].search = SearchState::Settling;
+        let reason = LimitReason::Measuring { level: level + 1 };
+        self.sources[src].limit = reason;
+        self.notice(Notice::Limit {
+            source: SourceId(src as u16),
+            reason,
+        });
+        if self.unassigned.is_empty() {
+            self.admit(src, now);
+        }
+    }
+
+    fn finish_search(&mut self, src: usize, reason: LimitReason) {
+        let s = &mut self.sources[src];
+        s.search = SearchState::Done;
+        s.limit = reason;
+        self.notice(Notice::Limit {
+            source: SourceId(src as u16),
+            reason,
+        });
+    }
+
+    fn aggregate_rate(&self) -> f64 {
+        self.slots
+            .iter()
+            .filter_map(|s| s.fetch.as_ref())
+            .map(|f| f.detector.projection_rate())
+            .sum()
+    }
+
+    /// Gives a newly admitted connection of `src` work by splitting the fetch projected to
+    /// finish last, as an equalisation with the rate the new connection promises. Not a repair:
+    /// it is the search's experiment, so it skips the profitability test.
+    fn admit(&mut self, src: usize, now: Duration) {
+        let Some(slot) = self.idle_slot(src) else {
+            return;
+        };
+        if self.open_slots(src, now) == 0 {
+            return;
+        }
+        let r_t = self.conn_rate(src);
+        let d_t = self.sources[src].delta_new();
+        let Some((vi, f_v)) = self.latest_finisher(now, None) else {
+            return;
+        };
+        let f = self.slots[vi]
+            .fetch
+            .as_ref()
+            .expect("latest_finisher returns live");
+        let r_v = f.detector.projection_rate();
+        let left = f.left() as f64;
+        let _ = f_v;
+        let x = equalise(left, r_v, 0.0, d_t, r_t);
+        let Some(cut) = self.cut_point(vi, x) else {
+            return;
+        };
+        let hi = self.slots[vi].fetch.as_ref().expect("live").hi;
+        self.shrink(vi, cut, false);
+        self.request(slot, src, ByteRange::new(cut, hi), now);
+        self.stats.admissions += 1;
+    }
+
+    // ---------------------------------------------------------------- repair
+
+    /// Projected finish time (seconds since start) of the fetch on `slot`; NaN when its rate is
+    /// unmeasured.
+    fn finish_time(&self, slot: usize, now: Duration) -> f64 {
+        let s = &self.slots[slot];
+        let Some(f) = &s.fetch else {
+            return f64::NAN;
+        };
+        let src = &self.sources[s.source.0 as usize];
+        let t = now.as_secs_f64();
+        let left = f.left() as f64;
+        match f.first_byte_at {
+            None => {
+                let r = self.conn_rate(s.source.0 as usize);
+                let start = f.requested_at.as_secs_f64() + src.delta_for(s.reusable);
+                start.max(t) + left / r
+            }
+            Some(_) => {
+                let r = f.detector.projection_rate();
+                if left == 0.0 {
+                    t
+                } else if r > 0.0 && f.detector.windows() > 0 {
+                    t + left / r
+                } else if f.detector.windows() == 0 {
+                    f64::NAN
+                } else {
+                    f64::INFINITY
+                }
+            }
+        }
+    }
+
+    /// The live, uncancelled fetch projected to finish last (excluding slot `except`).
+    fn latest_finisher(&self, now: Duration, except: Option<usize>) -> Option<(usize, f64)> {
+        let mut best: Option<(usize, f64)> = None;
+        for i in 0..self.slots.len() {
+            if Some(i) == except {
+                continue;
+            }
+            let Some(f) = &self.slots[i].fetch else {
+                continue;
+            };
+            if f.cancelled || f.left() < 2 * self.cfg.min_piece {
+                continue;
+            }
+            let t = self.finish_time(i, now);
+            if t.is_nan() {
+                continue;
+            }
+            if best.is_none_or(|(_, b)| t > b) {
+                best = Some((i, t));
+            }
+        }
+        best
+    }
+
+    /// Where to cut the fetch on `slot` to move about `x` bytes off its tail; `None` when the
+    /// move would be smaller than the minimum piece. The cut may be at the fetch's position
+    /// (everything moves): the driver's clamp keeps bytes it already claimed.
+    fn cut_point(&self, slot: usize, x: f64) -> Option<u64> {
+        let f = self.slots[slot].fetch.as_ref()?;
+        if !(x.is_finite() && x > 0.0) {
+            return None;
+        }
+        let min_piece = self.cfg.min_piece.max(1);
+        let x = (x as u64).min(f.left());
+        if x < min_piece {
+            return None;
+        }
+        if f.left() - x < min_piece {
+            // Leave no crumb: a piece this small is not worth a connection of its own.
+            return Some(f.pos);
+        }
+        Some(f.hi - x)
+    }
+
+    /// Divergence-triggered repair, at most one per tick. See the crate documentation for the
+    /// rule; every guard can be switched off through [`crate::RepairPolicy`].
+    fn repair(&mut self, now: Duration) {
+        let policy = self.cfg.repair;
+        let t = now.as_secs_f64();
+        let Some((vi, f_v)) = self.latest_finisher(now, None) else {
+            return;
+        };
+        let (v_grade, v_settled, r_v, left_v, v_src, v_ref) = {
+            let s = &self.slots[vi];
+            let f = s.fetch.as_ref().expect("live");
+            (
+                f.detector.grade(),
+                f.detector.is_settled(),
+                f.detector.projection_rate(),
+                f.left() as f64,
+                s.source.0 as usize,
+                f.detector.reference(),
+            )
+        };
+        if f_v.is_nan() || f_v <= t {
+            return;
+        }
+        let _ = v_grade;
+        let collapsing = self.own_collapse(vi);
+        if policy.warm_guard && !collapsing && !v_settled {
+            return;
+        }
+        let n_active = self
+            .slots
+            .iter()
+            .filter(|s| s.fetch.is_some())
+            .count()
+            .max(1) as f64;
+        let before = self.projected_makespan(now);
+        let preempt = self.sources[v_src].preempt_time();
+
+        // Gather takers; pick the one that minimises the makespan after the move.
+        let mut best: Option<(Taker, f64, f64)> = None; // (taker, x, after)
+        let mut consider = |tk: Taker, this: &Self| {
+            if !(tk.rate.is_finite() && tk.rate > 0.0 && tk.delta.is_finite()) {
+                return;
+            }
+            let x = equalise(left_v, r_v, tk.eta, tk.delta, tk.rate);
+            let x = match tk.kind {
+                TakerKind::Restart => left_v,
+                _ => x,
+            };
+            if !(x.is_finite() && x > 0.0) {
+                return;
+            }
+            let f_v_after = if matches!(tk.kind, TakerKind::Restart) {
+                t
+            } else if r_v > 0.0 {
+                t + (left_v - x) / r_v
+            } else {
+                f64::INFINITY
+            };
+            let f_t_after = t + tk.eta + tk.delta + x / tk.rate;
+            let mut after = f_v_after.max(f_t_after);
+            for i in 0..this.slots.len() {
+                if i == vi {
+                    continue;
+                }
+                if let TakerKind::Busy(b) = tk.kind {
+                    if b == i {
+                        continue;
+                    }
+                }
+                let fi = this.finish_time(i, now);
+                if fi.is_finite() {
+                    after = after.max(fi);
+                }
+            }
+            if best.is_none_or(|(_, _, a)| after < a) {
+                best = Some((tk, x, after));
+            }
+        };
+
+        let credit = |this: &Self, src: usize, rate: f64| -> f64 {
+            if src == v_src && policy.shared_bottleneck_guard && !collapsing {
+                rate * this.sources[src].additivity.unwrap_or(0.0)
+            } else {
+                rate
+            }
+        };
+
+        // Idle slots that may start now.
+        for src in 0..self.sources.len() {
+            if !self.sources[src].spec.caps.ranged || self.open_slots(src, now) == 0 {
+                continue;
+            }
+            let Some(slot) = self.idle_slot(src) else {
+                continue;
+            };
+            let reusable = self.slots.get(slot).is_some_and(|s| s.reusable);
+            let tk = Taker {
+                kind: TakerKind::Idle(slot),
+                source: src,
+                eta: 0.0,
+                rate: credit(self, src, self.conn_rate(src)),
+                delta: self.sources[src].delta_for(reusable),
+            };
+            consider(tk, self);
+        }
+        // Busy fetches that will take the work when they finish.
+        let soon = self.cfg.window.as_secs_f64() * 2.0;
+        for i in 0..self.slots.len() {
+            if i == vi {
+                continue;
+            }
+            let s = &self.slots[i];
+            let Some(f) = &s.fetch else { continue };
+            if f.cancelled || f.detector.grade() != Grade::Healthy {
+                continue;
+            }
+            // A taker must be warm; against a victim collapsing on its own it may still be
+            // rising (it is usually absorbing the victim's share).
+            let ready = if collapsing {
+                f.detector.is_warm()
+            } else {
+                f.detector.is_settled()
+            };
+            if policy.warm_guard && !ready {
+                continue;
+            }
+            let src = s.source.0 as usize;
+            if !self.sources[src].spec.caps.ranged {
+                continue;
+            }
+            let ft = self.finish_time(i, now);
+            // A busy taker counts only when it is about to finish: moving work to it earlier
+            // buys nothing (it cannot start before it finishes) and decides on staler rates.
+            if !ft.is_finite() || (policy.imminent_taker && ft - t > soon) {
+                continue;
+            }
+            let tk = Taker {
+                kind: TakerKind::Busy(i),
+                source: src,
+                eta: (ft - t).max(0.0),
+                rate: credit(self, src, f.detector.medium()),
+                // It finishes normally, so its session is reusable for the moved piece.
+                delta: self.sources[src].delta_for(true),
+            };
+            consider(tk, self);
+        }
+        // The victim itself on a new connection, when the collapse is its own.
+        if collapsing && self.available(v_src, now) {
+            let tk = Taker {
+                kind: TakerKind::Restart,
+                source: v_src,
+                eta: preempt,
+                rate: v_ref,
+                delta: self.sources[v_src].delta_new(),
+            };
+            consider(tk, self);
+        }
+
+        let Some((tk, x, after)) = best else {
+            return;
+        };
+        let divergence = f_v - (t + tk.eta);
+        let t_rem = before - t;
+        let mut theta = (tk.delta * t_rem / n_active).sqrt();
+        if policy.floor_deadband {
+            theta = theta.max(tk.delta);
+        }
+        theta += preempt;
+        if !gt(divergence, theta) {
+            return;
+        }
+        let gain = before - after;
+        if policy.makespan_test && !gt(gain, tk.delta + preempt) {
+            self.stats.refused_repairs += 1;
+            return;
+        }
+        // Execute.
+        let victim = self.slots[vi].fetch.as_ref().expect("live").id;
+        let hi_v = self.slots[vi].fetch.as_ref().expect("live").hi;
+        // A victim collapsing on its own gives up everything: its rate estimate lags the
+        // collapse, so any remainder left to it finishes late, and its slot is free at once to
+        // take the work back on a new connection if nobody faster is idle first.
+        let kind = if collapsing {
+            TakerKind::Restart
+        } else {
+            tk.kind
+        };
+        let (moved, taker_slot) = match kind {
+            TakerKind::Restart => {
+                let pos = self.slots[vi].fetch.as_ref().expect("live").pos;
+                self.shrink(vi, pos, true);
+                (hi_v - pos, Some(vi))
+            }
+            TakerKind::Idle(slot) => {
+                let Some(cut) = self.cut_point(vi, x) else {
+                    return;
+                };
+                self.shrink(vi, cut, false);
+                self.request(slot, tk.source, ByteRange::new(cut, hi_v), now);
+                (hi_v - cut, Some(slot))
+            }
+            TakerKind::Busy(slot) => {
+                let Some(cut) = self.cut_point(vi, x) else {
+                    return;
+                };
+                self.shrink(vi, cut, false);
+                (hi_v - cut, Some(slot))
+            }
+        };
+        self.stats.repairs += 1;
+        let d = tk.delta.max(0.0);
+        self.quiet_until = now + Duration::from_secs_f64(d.min(60.0));
+        let gain = if gain.is_finite() && gain > 0.0 {
+            Duration::from_secs_f64(gain.min(1e9))
+        } else {
+            Duration::ZERO
+        };
+        self.notice(Notice::Repair {
+            victim,
+            taker: taker_slot.map(|s| ConnId(s as u16)),
+            bytes: moved,
+            gain,
+        });
+    }
+
+    /// Projected makespan (seconds since start): the latest projected finish of any live
+    /// fetch, plus the unassigned bytes at the aggregate rate. NaN when something is
+    /// unmeasured.
+    fn projected_makespan(&self, now: Duration) -> f64 {
+        let t = now.as_secs_f64();
+        let mut m = t;
+        for i in 0..self.slots.len() {
+            if self.slots[i].fetch.as_ref().is_some_and(|f| !f.cancelled) {
+                m = m.max(self.finish_time(i, now));
+            }
+        }
+        let u = self.unassigned.len_bytes() as f64;
+        if u > 0.0 {
+            m += u / self.aggregate_rate();
+        }
+        m
+    }
+}
+
+/// `a > b`, false when either is NaN: an unmeasured quantity refuses.
+fn gt(a: f64, b: f64) -> bool {
+    matches!(a.partial_cmp(&b), Some(std::cmp::Ordering::Greater))
+}
+
+/// `a >= b`, false when either is NaN.
+fn ge(a: f64, b: f64) -> bool {
+    matches!(
+        a.partial_cmp(&b),
+        Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)
+    )
+}
+
+/// Bytes `x` to move from a victim (`left` bytes at `r_v`) to a taker that starts in `eta`
+/// seconds, pays `delta` and then runs at `r_t`, so that both finish together:
+/// `(left − x)/r_v = eta + delta + x/r_t`.
+fn equalise(left: f64, r_v: f64, eta: f64, delta: f64, r_t: f64) -> f64 {
+    if r_v <= 0.0 {
+        // The victim is delivering nothing: everything it holds finishes sooner elsewhere.
+        return left;
+    }
+    (left - r_v * (eta + delta)) * r_t / (r_v + r_t)
+}
+
+fn push_notice(q: &mut VecDeque<Notice>, n: Notice) {
+    if q.len() == MAX_NOTICES {
+        q.pop_front();
+    }
+    q.push_back(n);
+}
+
+/// Closes every window of `f` that ended by `now`, feeding one rate sample per window. Returns
+/// true when at least one window closed.
+fn roll_windows(
+    f: &mut Fetch,
+    now: Duration,
+    window: Duration,
+    notices: &mut VecDeque<Notice>,
+) -> bool {
+    if f.first_byte_at.is_none() || window.is_zero() {
+        return false;
+    }
+    let mut closed = false;
+    while now >= f.window_start + window {
+        let rate = f.window_bytes as f64 / window.as_secs_f64();
+        let before = f.detector.grade();
+        let g = f.detector.sample(rate);
+        if g != before {
+            push_notice(
+                notices,
+                Notice::Grade {
+                    fetch: f.id,
+                    grade: g,
+                },
+            );
+        }
+        f.window_bytes = 0;
+        f.window_start += window;
+        closed = true;
+    }
+    closed
+}
