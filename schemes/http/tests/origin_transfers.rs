@@ -379,3 +379,52 @@ async fn a_content_range_naming_another_range_is_rejected() {
     ));
     assert!(sink.written().is_empty());
 }
+
+#[tokio::test]
+async fn repeated_shrinks_never_let_a_byte_past_the_final_bound() {
+    let o = origin().await;
+    let (s, p) = probed(&o, "/obj").await;
+    o.set(Misbehaviour {
+        rate_limit: Some(400_000),
+        ..Misbehaviour::default()
+    });
+    let sink = Arc::new(MemorySink::new(SIZE as usize));
+    let mut r = spawn_fetch(&s, &o.url("/obj"), &p, ByteRange::new(4096, SIZE), 1, &sink);
+    first_bytes(&mut r.events).await;
+    let mut last = SIZE;
+    for step in 0..20u64 {
+        let want = SIZE - (step + 1) * 40_000;
+        let eff = r.bound.lower(want);
+        assert!(eff <= last, "the far end rose from {last} to {eff}");
+        last = eff;
+        tokio::task::yield_now().await;
+    }
+    let out = bounded(r.task).await.unwrap();
+    assert!(matches!(out, FetchOutcome::Shrunk), "{out:?}");
+    assert_eq!(
+        sink.written(),
+        RangeSet::from_range(ByteRange::new(4096, last))
+    );
+    assert_eq!(sink.overlap_bytes(), 0);
+    assert_eq!(
+        sink.contents()[4096..last as usize],
+        o.content(ByteRange::new(4096, last))[..]
+    );
+}
+
+#[tokio::test]
+async fn a_range_shrunk_before_its_request_asks_only_for_the_rest_and_is_pooled() {
+    let o = origin().await;
+    let (s, p) = probed(&o, "/obj").await;
+    let sink = Arc::new(MemorySink::new(SIZE as usize));
+    let r = spawn_fetch(&s, &o.url("/obj"), &p, ByteRange::new(0, SIZE), 0, &sink);
+    // A current-thread runtime: the spawned fetch has not run yet, so it sees the lowered bound.
+    let eff = r.bound.lower(100);
+    assert_eq!(eff, 100);
+    let out = bounded(r.task).await.unwrap();
+    assert!(matches!(out, FetchOutcome::Shrunk), "{out:?}");
+    assert_eq!(sink.written(), RangeSet::from_range(ByteRange::new(0, 100)));
+    assert_eq!(o.bytes_served(), 1 + 100, "asked for [0, 100) only");
+    assert_eq!(s.idle_connections(), 1, "read to its end: safe to reuse");
+    assert_eq!(o.connections_accepted(), 1);
+}
