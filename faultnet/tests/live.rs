@@ -251,6 +251,13 @@ async fn die_hang_delivers_nothing_more_and_closes_nothing() {
         let mut fresh = request(p.local_addr()).await;
         let r = tokio::time::timeout(Duration::from_millis(300), fresh.read(&mut buf)).await;
         assert!(r.is_err(), "a new connection was answered: {r:?}");
+        let stats = p.shutdown().await;
+        let ends: Vec<&str> = stats.links[0]
+            .connections
+            .iter()
+            .map(|c| c.end.as_str())
+            .collect();
+        assert_eq!(ends, ["hung", "hung"]);
     })
     .await
 }
@@ -420,7 +427,7 @@ async fn a_stall_lets_almost_nothing_through_for_its_duration() {
         });
         let during = read_for(&mut s, Duration::from_millis(300)).await;
         // Unstalled: 600 kB in 0.3 s. Only bytes already past the bottleneck may arrive.
-        assert!(during < 100_000, "{during} bytes crossed a stalled link");
+        assert!(during < 200_000, "{during} bytes crossed a stalled link");
     })
     .await
 }

@@ -176,7 +176,12 @@ async fn handle(
     upstream: SocketAddr,
 ) {
     let end = run(&net, &link, &conn, client, upstream).await;
-    *lock(&conn.end) = end;
+    // A hung connection is recorded as such even though shutdown finally closes it.
+    let mut recorded = lock(&conn.end);
+    if *recorded != "hung" {
+        *recorded = end;
+    }
+    drop(recorded);
     link.close_conn(&conn, net.created);
 }
 

@@ -232,7 +232,7 @@ impl LinkRt {
                 collapse_cap: None,
                 noise: (u64::MAX, 1.0),
             }),
-            end: Mutex::new("closed"),
+            end: Mutex::new(if hung { "hung" } else { "closed" }),
         });
         lock(&self.state).conns.insert(id, conn.clone());
         conn
@@ -370,6 +370,9 @@ impl LinkRt {
                 self.mode.send_replace(m);
                 for c in st.conns.values() {
                     c.doom(f);
+                    if f == Fate::Hang {
+                        *lock(&c.end) = "hung";
+                    }
                 }
                 self.bump_epoch(&mut st, now);
             }
@@ -429,7 +432,6 @@ impl LinkRt {
     }
 
     fn stats(&self, net_start: Instant, object_size: Option<u64>) -> LinkStats {
-        let now = Instant::now();
         let st = lock(&self.state);
         let mut connections = st.closed.clone();
         connections.extend(st.conns.values().map(|c| conn_stats(c, net_start, None)));
@@ -437,7 +439,6 @@ impl LinkRt {
         let bytes_down = self.bytes_down();
         let data = self.data_bytes_down.load(Ordering::Relaxed);
         let payload = if self.ftp { data } else { bytes_down };
-        let _ = now;
         LinkStats {
             name: self.cfg.name.clone(),
             listen: self.listen.to_string(),
