@@ -1,0 +1,1 @@
+//! FTP for hydra (work in progress).

@@ -1,0 +1,1 @@
+//! SFTP for hydra (work in progress).
