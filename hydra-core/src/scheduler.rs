@@ -31,9 +31,6 @@ pub enum Outcome {
 pub enum FailReason {
     /// Every source is dead.
     AllSourcesDead,
-    /// Live sources remain, but none can serve what is left (e.g. only sources without ranges
-    /// remain and byte 0 is already held).
-    NoServableSource,
 }
 
 /// Something worth telling a person or a log. Drained with [`Scheduler::poll_notice`]; the
@@ -467,7 +464,14 @@ impl Scheduler {
             {
                 let cut = range.intersect(&back);
                 if !cut.is_empty() {
-                    let new = ByteRange::new(range.lo.max(eff), range.hi);
+                    // Keep the part below `back` if any, else the part above; a part above that
+                    // is not kept goes back to the unassigned set.
+                    let below = ByteRange::new(range.lo, cut.lo);
+                    let above = ByteRange::new(cut.hi, range.hi);
+                    let new = if below.is_empty() { above } else { below };
+                    if !below.is_empty() && !above.is_empty() {
+                        self.unassigned.insert(above);
+                    }
                     let gi = self.slot_of(g).expect("a queued request has a live fetch");
                     if new.is_empty() {
                         self.slots[gi].fetch = None;
@@ -506,6 +510,11 @@ impl Scheduler {
         if !rest.is_empty() {
             self.unassigned.insert(rest);
         }
+        // A shrink or cancel still queued for it has nothing left to act on.
+        self.actions.retain(|a| match *a {
+            Action::Shrink { fetch: g, .. } | Action::Cancel { fetch: g } => g != fetch,
+            Action::Request { .. } => true,
+        });
         slot.reusable = matches!(end, FetchEnd::Finished) && !f.shrunk && rest.is_empty();
         let src = slot.source.0 as usize;
         if let FetchEnd::Failed(kind) = end {
@@ -804,6 +813,7 @@ impl Scheduler {
                 reusable: false,
             });
         }
+        debug_assert!(self.slots[slot].fetch.is_none(), "a request on a busy slot");
         let id = FetchId(self.next_fetch);
         self.next_fetch += 1;
         self.slots[slot].fetch = Some(Fetch {
@@ -881,6 +891,10 @@ impl Scheduler {
                 self.shrink(i, pos, true);
                 let src = self.slots[i].source.0 as usize;
                 self.source_failed(src, Failure::Transient, now);
+                // A source that sat silent for the whole timeout waits at least as long before
+                // it is tried again, so the other sources get the work first.
+                let s = &mut self.sources[src];
+                s.backoff_until = s.backoff_until.max(now + timeout);
             } else if f.first_byte_at.is_some() && silent >= timeout / 2 {
                 let before = f.detector.grade();
                 f.detector.silence(Grade::Stalled);
@@ -965,19 +979,8 @@ impl Scheduler {
         if busy {
             return;
         }
-        let live: Vec<_> = (0..self.sources.len())
-            .filter(|&i| !self.sources[i].dead)
-            .collect();
-        if live.is_empty() {
+        if self.sources.iter().all(|s| s.dead) {
             self.outcome = Some(Outcome::Failed(FailReason::AllSourcesDead));
-            return;
-        }
-        let zero_open = self.unassigned.first().is_some_and(|r| r.lo == 0);
-        let servable = live
-            .iter()
-            .any(|&i| self.sources[i].spec.caps.ranged || zero_open);
-        if !servable {
-            self.outcome = Some(Outcome::Failed(FailReason::NoServableSource));
         }
     }
 
@@ -992,8 +995,7 @@ impl Scheduler {
         }
         let mut fill = std::mem::take(&mut self.scratch_fill);
         fill.clear();
-        let mut mean_known = 0.0;
-        let mut n_known = 0u32;
+        let (mut mean_known, mut n_known) = (0.0, 0u32);
         for src in 0..self.sources.len() {
             let r = self.conn_rate(src);
             if r.is_finite() && r > 0.0 {
@@ -1006,85 +1008,88 @@ impl Scheduler {
         } else {
             1.0
         };
-        let mut planned_total = self.busy_total();
+        // Sources without ranges stream from byte 0: they take part only while the lowest
+        // unassigned byte is 0, or when no source with ranges is both available and free of
+        // recent failures (the driver then discards the bytes below the range, as waste).
+        let zero_open = self.unassigned.first().is_some_and(|r| r.lo == 0);
+        let ranged_available = (0..self.sources.len()).any(|i| {
+            let s = &self.sources[i];
+            s.spec.caps.ranged && s.failures == 0 && self.available(i, now)
+        });
+        let mut planned = self.busy_total();
         for src in 0..self.sources.len() {
-            // Sources without ranges only ever stream from byte 0.
-            if !self.sources[src].spec.caps.ranged {
-                if self.open_slots(src, now) > 0
-                    && self.unassigned.first().is_some_and(|r| r.lo == 0)
-                {
-                    if let Some(slot) = self.idle_slot(src) {
-                        let r = self.unassigned.first().expect("checked");
-                        self.request(slot, src, r, now);
-                        planned_total += 1;
-                    }
-                }
+            let ranged = self.sources[src].spec.caps.ranged;
+            if !ranged && !zero_open && ranged_available {
                 continue;
             }
             let open = self
                 .open_slots(src, now)
-                .min(self.cfg.total.saturating_sub(planned_total));
+                .min(self.cfg.total.saturating_sub(planned));
             let r = self.conn_rate(src);
             let w = if r.is_finite() && r > 0.0 {
                 r
             } else {
                 self.sources[src].spec.prior.unwrap_or(1.0).max(1e-6) * mean_known
             };
-            let mut taken = 0;
-            for (i, s) in self.slots.iter().enumerate() {
-                if taken == open {
-                    break;
-                }
-                if s.source.0 as usize == src && s.fetch.is_none() {
-                    fill.push((src, i, w));
-                    taken += 1;
-                }
+            for _ in 0..open {
+                // An idle slot of this source not already planned, or a new one.
+                let idle = (0..self.slots.len()).find(|&i| {
+                    self.slots[i].source.0 as usize == src
+                        && self.slots[i].fetch.is_none()
+                        && !fill.iter().any(|f: &(usize, usize, f64)| f.1 == i)
+                });
+                let slot = match idle {
+                    Some(i) => i,
+                    None if self.slots.len() < self.cfg.total => {
+                        self.slots.push(Slot {
+                            source: SourceId(src as u16),
+                            fetch: None,
+                            last_rate: 0.0,
+                            reusable: false,
+                        });
+                        self.slots.len() - 1
+                    }
+                    None => break,
+                };
+                fill.push((src, slot, w));
+                planned += 1;
             }
-            // Slots not created yet get indices past the end, in order.
-            while taken < open {
-                let idx =
-                    self.slots.len() + fill.iter().filter(|f| f.1 >= self.slots.len()).count();
-                if idx >= self.cfg.total {
-                    break;
-                }
-                fill.push((src, idx, w));
-                taken += 1;
-            }
-            planned_total += taken;
         }
-        if fill.is_empty() || self.unassigned.is_empty() {
+        if fill.is_empty() {
             self.scratch_fill = fill;
             return;
         }
-        // New slots must be created in index order for `request` to push them.
-        fill.sort_by_key(|f| f.1);
+        // Carving order: sources failing lately last; otherwise a source without ranges first
+        // (it can only start at byte 0), then by slot.
+        let failing = |src: usize| self.sources[src].failures > 0;
+        let ranged = |src: usize| self.sources[src].spec.caps.ranged;
+        fill.sort_by_key(|&(src, slot, _)| (failing(src), ranged(src), slot));
         let mut pieces = std::mem::take(&mut self.scratch_pieces);
         pieces.clear();
         pieces.extend(self.unassigned.iter());
-        if fill.len() == 1 {
-            let (src, slot, _) = fill[0];
-            if let Some(r) = self.unassigned.largest() {
-                self.request(slot, src, r, now);
+        let total: u64 = pieces.iter().map(|p| p.len()).sum();
+        let wsum: f64 = fill.iter().map(|f| f.2).sum();
+        let min_piece = self.cfg.min_piece.max(1);
+        let single = fill.len() == 1;
+        let (mut p, mut cur) = (0, pieces[0].lo);
+        for (k, &(src, slot, w)) in fill.iter().enumerate() {
+            if p >= pieces.len() {
+                break;
             }
-        } else {
-            let total: u64 = pieces.iter().map(|p| p.len()).sum();
-            let wsum: f64 = fill.iter().map(|f| f.2).sum();
-            let min_piece = self.cfg.min_piece.max(1);
-            let mut p = 0;
-            let mut cur = pieces[0].lo;
-            let n = fill.len();
-            for (k, &(src, slot, w)) in fill.iter().enumerate() {
-                if p >= pieces.len() {
-                    break;
-                }
+            if !self.sources[src].spec.caps.ranged && cur != 0 && ranged_available {
+                continue;
+            }
+            let range = if single && self.sources[src].spec.caps.ranged {
+                // One slot alone takes the largest range whole (a maximal range).
+                self.unassigned.largest().expect("not empty")
+            } else {
                 let piece_end = pieces[p].hi;
                 let want = ((total as f64) * w / wsum).ceil() as u64;
                 let mut take = want.max(min_piece).min(piece_end - cur);
-                if k + 1 == n || piece_end - (cur + take) < min_piece {
+                if k + 1 == fill.len() || piece_end - (cur + take) < min_piece {
                     take = piece_end - cur;
                 }
                 let r = ByteRange::new(cur, cur + take);
-                self.request(slot, src, r, now);
                 cur += take;
                 if cur >= piece_end {
                     p += 1;
@@ -1092,6 +1097,11 @@ impl Scheduler {
                         cur = pieces[p].lo;
                     }
                 }
+                r
+            };
+            self.request(slot, src, range, now);
+            if single {
+                break;
             }
         }
         self.scratch_pieces = pieces;

@@ -127,7 +127,8 @@ impl Default for Capabilities {
 pub enum Action {
     /// Start fetching `range` from `source` on connection slot `conn`. The fetch reads from
     /// `range.lo` and must never deliver a byte at or past its far end, which starts at
-    /// `range.hi` and may later be lowered by [`Action::Shrink`].
+    /// `range.hi` and may later be lowered by [`Action::Shrink`]. A source without ranges is
+    /// streamed from byte 0; the driver discards the bytes below `range.lo` (as waste).
     Request {
         /// The new fetch.
         fetch: FetchId,

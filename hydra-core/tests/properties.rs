@@ -1,0 +1,482 @@
+//! Coverage and liveness of the scheduler under a hostile driver.
+//!
+//! The driver below is a random transport: per-fetch rates that change every step, first bytes
+//! after random delays, bytes reported late and in bursts (the transport runs ahead of what the
+//! scheduler has been told, so shrinks are clamped), failures with and without the buffered
+//! bytes, stale reports for fetches that already ended, sources that die or hang, resumes with
+//! random ranges already held, and both fixed concurrency and the search.
+//!
+//! After every step the held set, every live fetch's owned range and the unassigned set must
+//! partition `[0, S)` — checked byte by byte against a bitmap — and every transfer with a live
+//! source must complete, without remaining work standing still for longer than the window W.
+//!
+//! The generator is seeded (`PROPTEST_SEED=N` picks another seed) and every failure prints the
+//! minimal world, whose `seed` replays the driver exactly; `HYDRA_TRACE=1` prints every action.
+//! CI runs 2000 cases; the `#[ignore]`d `long_run_*` test runs 50 000.
+
+use hydra_core::{
+    Action, ByteRange, Capabilities, Concurrency, Config, Failure, FetchEnd, FetchId, Outcome,
+    Scheduler, Session, SourceId, SourceSpec,
+};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::time::Duration;
+
+const STEP: Duration = Duration::from_millis(50);
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fate {
+    /// Works, occasionally fails a fetch.
+    Reliable,
+    /// Fails often; may be declared dead after consecutive failures, which is correct.
+    Flaky,
+    /// Dies (every fetch fails, every request fails) at the given step.
+    Dies(u32),
+    /// Stops answering at the given step.
+    Hangs(u32),
+}
+
+#[derive(Debug)]
+struct Transport {
+    fetch: FetchId,
+    source: usize,
+    first_byte_in: u32,
+    pos: u64,
+    reported: u64,
+    hi: u64,
+    cancelled: bool,
+    ended: bool,
+}
+
+#[derive(Debug, Clone)]
+struct World {
+    seed: u64,
+    size: u64,
+    fates: Vec<Fate>,
+    caps: Vec<Capabilities>,
+    concurrency: Concurrency,
+    resume: Vec<ByteRange>,
+}
+
+fn world() -> impl Strategy<Value = World> {
+    (
+        any::<u64>(),
+        1u64..6000,
+        prop::collection::vec(
+            prop_oneof![
+                4 => Just(Fate::Reliable),
+                1 => Just(Fate::Flaky),
+                1 => (1u32..200).prop_map(Fate::Dies),
+                1 => (1u32..200).prop_map(Fate::Hangs),
+            ],
+            1..4,
+        ),
+        prop_oneof![
+            (1usize..5).prop_map(Concurrency::Fixed),
+            (1usize..3).prop_map(|start| Concurrency::Search { start }),
+        ],
+        prop::collection::vec((0u64..6000, 0u64..800), 0..3),
+        prop::collection::vec((any::<bool>(), 0u8..3), 4),
+    )
+        .prop_map(|(seed, size, fates, concurrency, resume, capbits)| {
+            let caps = fates
+                .iter()
+                .enumerate()
+                .map(|(i, _)| {
+                    let (ranged, pc) = capbits[i];
+                    Capabilities {
+                        // The first source is always ranged so the object is servable.
+                        ranged: ranged || i == 0,
+                        preempt_cost_rtt: f64::from(pc),
+                        client_bounded_ranges: pc == 0,
+                        ..Capabilities::HTTP
+                    }
+                })
+                .collect();
+            let resume = resume
+                .into_iter()
+                .map(|(lo, len)| ByteRange::new(lo.min(size), (lo + len).min(size)))
+                .collect();
+            World {
+                seed,
+                size,
+                fates,
+                caps,
+                concurrency,
+                resume,
+            }
+        })
+}
+
+fn config(concurrency: Concurrency) -> Config {
+    Config {
+        concurrency,
+        per_host: 4,
+        total: 8,
+        stall_timeout: Duration::from_secs(1),
+        backoff: Duration::from_millis(100),
+        max_backoff: Duration::from_millis(800),
+        max_failures: 6,
+        min_piece: 64,
+        ..Config::default()
+    }
+}
+
+/// Checks that held, owned and unassigned partition `[0, S)`, byte by byte.
+fn check_partition(s: &Scheduler, step: u32) -> Result<(), TestCaseError> {
+    let size = s.size() as usize;
+    let mut count = vec![0u8; size];
+    let mut mark = |r: ByteRange, what: &str| -> Result<(), TestCaseError> {
+        prop_assert!(
+            r.hi as usize <= size,
+            "{what} {r} past the end at step {step}"
+        );
+        for b in &mut count[r.lo as usize..r.hi as usize] {
+            *b += 1;
+        }
+        Ok(())
+    };
+    for r in s.held().iter() {
+        mark(r, "held")?;
+    }
+    for r in s.unassigned().iter() {
+        mark(r, "unassigned")?;
+    }
+    for (_, _, _, r) in s.in_flight() {
+        mark(r, "owned")?;
+    }
+    if let Some(i) = count.iter().position(|c| *c != 1) {
+        prop_assert!(
+            false,
+            "byte {i} is covered {} times at step {step}",
+            count[i]
+        );
+    }
+    Ok(())
+}
+
+struct Run {
+    outcome: Option<Outcome>,
+    duplicate_bytes: u64,
+}
+
+fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(w.seed);
+    let specs: Vec<SourceSpec> = w
+        .caps
+        .iter()
+        .map(|c| SourceSpec {
+            setup: Some(Duration::from_millis(100)),
+            ..SourceSpec::new(*c)
+        })
+        .collect();
+    let mut s = Scheduler::new(w.size, specs, config(w.concurrency));
+    for r in &w.resume {
+        s.mark_done(*r);
+    }
+    let mut transports: Vec<Transport> = Vec::new();
+    let mut ended: Vec<FetchId> = Vec::new();
+    let mut last_progress = Duration::ZERO;
+    let mut last_remaining = s.remaining();
+    let window_w = Duration::from_secs(4);
+    // A flaky source may rightly be declared dead after consecutive failures, so only a
+    // reliable one (or one that has not died yet) promises progress.
+    let live_source = |step: u32| {
+        w.fates.iter().any(|f| match *f {
+            Fate::Reliable => true,
+            Fate::Flaky => false,
+            Fate::Dies(k) | Fate::Hangs(k) => step < k,
+        })
+    };
+    let mut all_dead_since: Option<Duration> = None;
+    for step in 0..max_steps {
+        let now = STEP * step;
+        // Transport progress and failures.
+        let mut k = 0;
+        while k < transports.len() {
+            let t = &mut transports[k];
+            let fate = w.fates[t.source];
+            let dead = matches!(fate, Fate::Dies(d) if step >= d);
+            let hung = matches!(fate, Fate::Hangs(h) if step >= h);
+            if t.ended {
+                k += 1;
+                continue;
+            }
+            let fail_p = match fate {
+                Fate::Flaky => 0.08,
+                Fate::Reliable => 0.005,
+                _ => 0.01,
+            };
+            if dead || (!hung && rng.gen_bool(fail_p)) {
+                // Sometimes the bytes already written are reported, sometimes lost with the
+                // connection; either way they are reported before the end, if at all.
+                if rng.gen_bool(0.5) && t.pos > t.reported {
+                    s.on_data(t.fetch, t.reported, t.pos - t.reported, now);
+                }
+                let kind = if rng.gen_bool(0.1) {
+                    Failure::Refused {
+                        retry_after: Some(Duration::from_millis(200)),
+                    }
+                } else {
+                    Failure::Transient
+                };
+                s.on_end(t.fetch, FetchEnd::Failed(kind), now);
+                ended.push(t.fetch);
+                t.ended = true;
+                continue;
+            }
+            if hung {
+                // A cancelled fetch on a hung source is aborted by the driver.
+                if t.cancelled {
+                    if t.pos > t.reported {
+                        s.on_data(t.fetch, t.reported, t.pos - t.reported, now);
+                        t.reported = t.pos;
+                    }
+                    s.on_end(t.fetch, FetchEnd::Cancelled, now);
+                    ended.push(t.fetch);
+                    t.ended = true;
+                    continue;
+                }
+                k += 1;
+                continue;
+            }
+            if t.first_byte_in > 0 {
+                t.first_byte_in -= 1;
+                if t.first_byte_in == 0 {
+                    let sess = if rng.gen_bool(0.5) {
+                        Session::New
+                    } else {
+                        Session::Reused
+                    };
+                    s.on_first_byte(t.fetch, sess, now);
+                }
+                k += 1;
+                continue;
+            }
+            let rate = rng.gen_range(0..=(w.size / 20).max(8));
+            t.pos = (t.pos + rate).min(t.hi);
+            if t.pos > t.reported && rng.gen_bool(0.7) {
+                // Report what arrived, sometimes split in two.
+                let len = t.pos - t.reported;
+                let first = if len > 1 && rng.gen_bool(0.3) {
+                    rng.gen_range(1..len)
+                } else {
+                    len
+                };
+                s.on_data(t.fetch, t.reported, first, now);
+                s.on_data(t.fetch, t.reported + first, len - first, now);
+                t.reported = t.pos;
+            }
+            if t.reported >= t.hi {
+                let end = if t.cancelled {
+                    FetchEnd::Cancelled
+                } else {
+                    FetchEnd::Finished
+                };
+                s.on_end(t.fetch, end, now);
+                ended.push(t.fetch);
+                t.ended = true;
+            }
+            k += 1;
+        }
+        transports.retain(|t| !t.ended);
+        // Stale reports for fetches that already ended must change nothing.
+        if !ended.is_empty() && rng.gen_bool(0.2) {
+            let f = ended[rng.gen_range(0..ended.len())];
+            let lo = rng.gen_range(0..w.size);
+            s.on_data(f, lo, rng.gen_range(1..=64), now);
+            s.on_end(f, FetchEnd::Finished, now);
+            s.on_shrink_applied(f, lo);
+        }
+        check_partition(&s, step)?;
+
+        s.tick(now);
+        while let Some(a) = s.poll_action() {
+            if std::env::var_os("HYDRA_TRACE").is_some() {
+                eprintln!("{now:?} {a:?}");
+            }
+            match a {
+                Action::Request {
+                    fetch,
+                    source,
+                    range,
+                    ..
+                } => {
+                    let src = source.0 as usize;
+                    // (A source without ranges may also be asked for a later range, streamed
+                    // from 0, when no source with ranges can take it.)
+                    prop_assert!(w.caps[src].ranged || range.lo < w.size);
+                    transports.push(Transport {
+                        fetch,
+                        source: src,
+                        first_byte_in: rng.gen_range(1..5),
+                        pos: range.lo,
+                        reported: range.lo,
+                        hi: range.hi,
+                        cancelled: false,
+                        ended: false,
+                    });
+                }
+                Action::Shrink { fetch, hi } => {
+                    let t = transports
+                        .iter_mut()
+                        .find(|t| t.fetch == fetch)
+                        .expect("a shrink names a live fetch");
+                    prop_assert!(hi <= t.hi, "a shrink raised a far end");
+                    // The transport may be ahead of what was reported: it keeps those bytes.
+                    t.hi = hi.max(t.pos);
+                    s.on_shrink_applied(fetch, t.hi);
+                }
+                Action::Cancel { fetch } => {
+                    let t = transports
+                        .iter_mut()
+                        .find(|t| t.fetch == fetch)
+                        .expect("a cancel names a live fetch");
+                    t.hi = t.pos;
+                    t.cancelled = true;
+                    if std::env::var_os("HYDRA_TRACE").is_some() {
+                        eprintln!(
+                            "   applied {fetch:?} at {} (reported {})",
+                            t.pos, t.reported
+                        );
+                    }
+                    s.on_shrink_applied(fetch, t.pos);
+                }
+            }
+        }
+        check_partition(&s, step)?;
+        if std::env::var_os("HYDRA_TRACE").is_some() {
+            while let Some(n) = s.poll_notice() {
+                eprintln!("{now:?} {n:?}");
+            }
+        }
+
+        let remaining = s.remaining();
+        if remaining < last_remaining {
+            last_remaining = remaining;
+            last_progress = now;
+        }
+        if let Some(o) = s.outcome() {
+            return Ok(Run {
+                outcome: Some(o),
+                duplicate_bytes: s.stats().duplicate_bytes,
+            });
+        }
+        if live_source(step) {
+            prop_assert!(
+                now.saturating_sub(last_progress) <= window_w,
+                "no progress for {:?} at step {step} with a live source",
+                now - last_progress
+            );
+        } else {
+            // A hung source is indistinguishable from a slow one until the stall timeout, waits
+            // at least as long before it is tried again, and is dead only after `max_failures`
+            // consecutive failures; sources may be tried one after another.
+            let since = *all_dead_since.get_or_insert(now);
+            let c = config(w.concurrency);
+            let per_source = (c.stall_timeout * 2 + c.max_backoff) * c.max_failures;
+            let bound = per_source * w.fates.len() as u32 + window_w;
+            prop_assert!(
+                now.saturating_sub(since) <= bound,
+                "every source is dead or hung since {since:?} and the transfer has not failed"
+            );
+        }
+    }
+    Ok(Run {
+        outcome: s.outcome(),
+        duplicate_bytes: s.stats().duplicate_bytes,
+    })
+}
+
+/// The generator's seed: fixed so CI is reproducible; `PROPTEST_SEED=N` explores others.
+fn seed() -> proptest::test_runner::RngSeed {
+    let n = std::env::var("PROPTEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x4859_4452_41);
+    proptest::test_runner::RngSeed::Fixed(n)
+}
+
+fn property(w: World) -> Result<(), TestCaseError> {
+    let run = drive(&w, 6000)?;
+    prop_assert_eq!(
+        run.duplicate_bytes,
+        0,
+        "a byte was delivered by two fetches"
+    );
+    let survivor = w.fates.iter().any(|f| matches!(f, Fate::Reliable));
+    if survivor {
+        prop_assert_eq!(run.outcome, Some(Outcome::Complete));
+    } else {
+        prop_assert!(
+            run.outcome.is_some(),
+            "the transfer neither completed nor failed"
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 2000,
+        failure_persistence: None,
+        rng_seed: seed(),
+        .. ProptestConfig::default()
+    })]
+
+    #[test]
+    fn held_owned_and_unassigned_always_partition_the_object_and_the_transfer_completes(w in world()) {
+        property(w)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 50_000,
+        failure_persistence: None,
+        rng_seed: seed(),
+        .. ProptestConfig::default()
+    })]
+
+    #[test]
+    #[ignore = "long run: cargo test -p hydra-core --release -- --ignored"]
+    fn long_run_held_owned_and_unassigned_always_partition_the_object(w in world()) {
+        property(w)?;
+    }
+}
+
+#[test]
+fn a_transfer_with_every_source_dead_fails_instead_of_waiting_forever() {
+    let w = World {
+        seed: 7,
+        size: 5000,
+        fates: vec![Fate::Dies(10), Fate::Hangs(5)],
+        caps: vec![Capabilities::HTTP; 2],
+        concurrency: Concurrency::Fixed(2),
+        resume: vec![],
+    };
+    let run = drive(&w, 6000).unwrap();
+    assert!(matches!(run.outcome, Some(Outcome::Failed(_))));
+}
+
+#[test]
+fn a_resumed_transfer_never_requests_bytes_already_held() {
+    let held = ByteRange::new(1000, 3000);
+    let mut s = Scheduler::new(
+        4000,
+        vec![SourceSpec::new(Capabilities::HTTP)],
+        config(Concurrency::Fixed(3)),
+    );
+    s.mark_done(held);
+    s.tick(Duration::ZERO);
+    let mut requested = 0;
+    while let Some(a) = s.poll_action() {
+        if let Action::Request { range, source, .. } = a {
+            assert_eq!(source, SourceId(0));
+            assert!(range.intersect(&held).is_empty(), "{range} overlaps {held}");
+            requested += range.len();
+        }
+    }
+    assert_eq!(requested, 2000);
+}
