@@ -431,9 +431,7 @@ impl Scheduler {
             f.last_data_at = now;
             let dup = self.held.insert(take);
             self.stats.duplicate_bytes += dup;
-            let s = &mut self.sources[src];
-            s.bytes += take.len();
-            s.failures = 0;
+            self.sources[src].bytes += take.len();
             if self.held.len_bytes() == self.size {
                 self.outcome = Some(Outcome::Complete);
             }
@@ -517,6 +515,13 @@ impl Scheduler {
         });
         slot.reusable = matches!(end, FetchEnd::Finished) && !f.shrunk && rest.is_empty();
         let src = slot.source.0 as usize;
+        // A fetch that finished, or delivered a substantial amount before failing, proves the
+        // source works; one that failed early (a source that truncates every response, say)
+        // adds to the run of failures that ends with the source marked dead.
+        let delivered = f.pos - f.start;
+        if end == FetchEnd::Finished || delivered >= 4 * self.cfg.min_piece {
+            self.sources[src].failures = 0;
+        }
         if let FetchEnd::Failed(kind) = end {
             self.stats.failures += 1;
             self.source_failed(src, kind, now);

@@ -26,6 +26,7 @@
 pub mod bound;
 pub mod connect;
 pub mod endpoint;
+pub mod engine;
 pub mod error;
 pub mod probe;
 pub mod registry;
@@ -39,6 +40,10 @@ pub use connect::{
     TlsOptions,
 };
 pub use endpoint::{Credentials, Endpoint, EndpointError};
+pub use engine::{
+    Engine, EngineError, EngineEvent, EngineOptions, FetchView, Probed, ProbedSource, Progress,
+    Report, SourceInput,
+};
 pub use error::{ErrorKind, SchemeError, TimeoutPhase};
 pub use hydra_core::{ByteRange, Capabilities, ConnId, Failure, FetchEnd, FetchId, RangeSet};
 pub use probe::{Probe, Validator};

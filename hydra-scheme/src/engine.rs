@@ -1,0 +1,580 @@
+//! The transfer engine: drives the `hydra-core` scheduler over any set of schemes.
+//!
+//! Two phases, so a caller can create its sink once the size is known:
+//!
+//! 1. [`Engine::probe`] probes every source concurrently and keeps the ones that agree with the
+//!    first source that answered: same size, and — when both have one — the same strong
+//!    validator (weak validators never prove two sources equal, so they neither join nor split
+//!    sources). A source that disagrees is dropped with its reason; it is never combined.
+//! 2. [`Engine::run`] builds the scheduler with each source's declared [`Capabilities`]
+//!    (adjusted by what the probe saw: a source that ignores ranges is driven as one stream
+//!    from byte 0) and its measured setup cost, then loops: observations in → `tick(now)` →
+//!    `Request` spawns a fetch, `Shrink` lowers its [`RangeBound`], `Cancel` cancels it (and
+//!    aborts the task if it has not stopped within [`EngineOptions::cancel_grace`]).
+//!
+//! The engine never reports success unless the scheduler holds every byte, the sink's written
+//! set equals `[0, S)` with no byte written twice, and the sink's `finish` (fsync) succeeded.
+//! It stops within a bounded time when no source is live (the scheduler's stall timeout and
+//! failure budget), keeping what it has in the sink.
+
+use crate::endpoint::Endpoint;
+use crate::error::SchemeError;
+use crate::probe::{Probe, Validator};
+use crate::scheme::{FetchOutcome, FetchRequest, Scheme};
+use crate::sink::Sink;
+use crate::writer::{FetchEvent, FetchEventKind, RangeWriter};
+use crate::RangeBound;
+use hydra_core::{
+    Action, ByteRange, Capabilities, Config, ConnId, FetchEnd, FetchId, LimitReason, Notice,
+    Outcome, RangeSet, Scheduler, Session, SourceId, SourceSpec,
+};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Engine options. `EngineOptions::default()` is what a user gets.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// The scheduler's configuration.
+    pub config: Config,
+    /// Deadline for each source's probe. Default 20 s.
+    pub probe_timeout: Duration,
+    /// How long a cancelled fetch may take to stop before its task is aborted. Default 2 s.
+    pub cancel_grace: Duration,
+    /// How often a [`EngineEvent::Progress`] is sent. Default 500 ms.
+    pub progress_every: Duration,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            config: Config::default(),
+            probe_timeout: Duration::from_secs(20),
+            cancel_grace: Duration::from_secs(2),
+            progress_every: Duration::from_millis(500),
+        }
+    }
+}
+
+/// A source given to the engine: where, and which scheme serves it.
+#[derive(Clone)]
+pub struct SourceInput {
+    /// The source's endpoint.
+    pub endpoint: Endpoint,
+    /// The scheme that serves it.
+    pub scheme: Arc<dyn Scheme>,
+}
+
+impl fmt::Debug for SourceInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SourceInput")
+            .field("endpoint", &self.endpoint)
+            .field("scheme", &self.scheme.name())
+            .finish()
+    }
+}
+
+/// A source that answered its probe and agrees with the others.
+#[derive(Clone)]
+pub struct ProbedSource {
+    /// The source.
+    pub input: SourceInput,
+    /// What its probe saw.
+    pub probe: Probe,
+}
+
+impl fmt::Debug for ProbedSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProbedSource")
+            .field("input", &self.input)
+            .field("probe", &self.probe)
+            .finish()
+    }
+}
+
+/// The result of [`Engine::probe`].
+#[derive(Debug, Clone)]
+pub struct Probed {
+    /// The object's size.
+    pub size: u64,
+    /// The sources that agree, in the order given.
+    pub sources: Vec<ProbedSource>,
+    /// Sources left out, with why (their probe failed, or they disagree).
+    pub dropped: Vec<(String, String)>,
+}
+
+/// Something a person or a log may want to see, sent while the transfer runs.
+#[derive(Debug, Clone)]
+pub enum EngineEvent {
+    /// Periodic progress.
+    Progress(Progress),
+    /// A notice from the scheduler (repair, grade change, limit reason, dead source).
+    Notice(Notice),
+    /// A fetch failed.
+    FetchFailed {
+        /// The source's index.
+        source: usize,
+        /// The error, one line.
+        error: String,
+    },
+}
+
+/// A snapshot of the transfer.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    /// Time since the transfer started.
+    pub elapsed: Duration,
+    /// Bytes held.
+    pub done: u64,
+    /// Object size.
+    pub size: u64,
+    /// Live fetches: source index, connection slot, owned range, rate (bytes/s), grade.
+    pub fetches: Vec<FetchView>,
+    /// Why each source has the connections it has.
+    pub limits: Vec<LimitReason>,
+}
+
+/// One live fetch in a [`Progress`].
+#[derive(Debug, Clone)]
+pub struct FetchView {
+    /// Source index.
+    pub source: usize,
+    /// Connection slot.
+    pub conn: u16,
+    /// Range still owned.
+    pub range: ByteRange,
+    /// Projection rate, bytes/s.
+    pub rate: f64,
+    /// Health grade, lower case.
+    pub grade: &'static str,
+}
+
+/// What a finished transfer did.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Object size.
+    pub size: u64,
+    /// Wall time of the transfer (after probing).
+    pub elapsed: Duration,
+    /// Requests issued.
+    pub requests: u64,
+    /// Repairs executed.
+    pub repairs: u64,
+    /// Splits for connections the search admitted.
+    pub admissions: u64,
+    /// Bytes received past a bound and dropped.
+    pub waste_bytes: u64,
+    /// Bytes written twice to the sink (zero on success).
+    pub overlap_bytes: u64,
+    /// Bytes delivered per source, in the order of [`Probed::sources`].
+    pub bytes_per_source: Vec<u64>,
+    /// Why each source ended with the connections it had.
+    pub limits: Vec<LimitReason>,
+    /// Fetch failures per source, with the last error.
+    pub failures: Vec<(u64, Option<String>)>,
+}
+
+/// Why a transfer did not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// No source was given.
+    #[error("no source given")]
+    NoSources,
+    /// Every probe failed (or every source disagreed with the first).
+    #[error("no usable source: {}", join(.0))]
+    NoUsableSource(Vec<(String, String)>),
+    /// The object is empty or the sources disagree about everything.
+    #[error("every source failed: {}", join(.0))]
+    AllSourcesFailed(Vec<(String, String)>),
+    /// Writing to the local file failed.
+    #[error("writing the output failed: {0}")]
+    Sink(#[source] std::io::Error),
+    /// The scheduler said complete but the sink disagrees: never reported as success.
+    #[error("coverage check failed: {0}")]
+    Coverage(String),
+}
+
+fn join(v: &[(String, String)]) -> String {
+    v.iter()
+        .map(|(s, why)| format!("{s}: {why}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+enum Msg {
+    Event(FetchEvent),
+    Done(FetchId, FetchOutcome),
+}
+
+struct Running {
+    source: usize,
+    reused: bool,
+    bound: Arc<RangeBound>,
+    task: JoinHandle<()>,
+    cancelled_at: Option<Instant>,
+}
+
+/// The engine. Cheap to create; holds only options.
+#[derive(Debug, Clone, Default)]
+pub struct Engine {
+    opts: EngineOptions,
+}
+
+impl Engine {
+    /// An engine with these options.
+    pub fn new(opts: EngineOptions) -> Self {
+        Engine { opts }
+    }
+
+    /// Probes every source concurrently; keeps those that agree with the first that answered.
+    pub async fn probe(&self, sources: Vec<SourceInput>) -> Result<Probed, EngineError> {
+        if sources.is_empty() {
+            return Err(EngineError::NoSources);
+        }
+        let timeout = self.opts.probe_timeout;
+        let tasks: Vec<_> = sources
+            .into_iter()
+            .map(|input| {
+                tokio::spawn(async move {
+                    let r =
+                        tokio::time::timeout(timeout, input.scheme.probe(&input.endpoint)).await;
+                    let r = match r {
+                        Ok(r) => r.map_err(|e| e.to_string()),
+                        Err(_) => Err(format!("probe timed out after {timeout:?}")),
+                    };
+                    (input, r)
+                })
+            })
+            .collect();
+        let mut kept: Vec<ProbedSource> = Vec::new();
+        let mut dropped = Vec::new();
+        for t in tasks {
+            let (input, r) = match t.await {
+                Ok(x) => x,
+                Err(e) => {
+                    dropped.push(("<probe task>".to_owned(), e.to_string()));
+                    continue;
+                }
+            };
+            let name = input.endpoint.to_string();
+            match r {
+                Err(e) => dropped.push((name, e)),
+                Ok(probe) => match kept.first() {
+                    None => kept.push(ProbedSource { input, probe }),
+                    Some(first) => match disagreement(&first.probe, &probe) {
+                        None => kept.push(ProbedSource { input, probe }),
+                        Some(why) => dropped.push((
+                            name,
+                            format!("{why} than {}; not combined", first.input.endpoint),
+                        )),
+                    },
+                },
+            }
+        }
+        for (s, why) in &dropped {
+            tracing::warn!(source = %s, "{why}");
+        }
+        let Some(first) = kept.first() else {
+            return Err(EngineError::NoUsableSource(dropped));
+        };
+        Ok(Probed {
+            size: first.probe.size,
+            sources: kept,
+            dropped,
+        })
+    }
+
+    /// Runs the transfer into `sink` (sized `probed.size`), skipping bytes in `already`
+    /// (a resume). Events go to `events` when given.
+    pub async fn run(
+        &self,
+        probed: &Probed,
+        sink: Arc<dyn Sink>,
+        already: &RangeSet,
+        events: Option<mpsc::UnboundedSender<EngineEvent>>,
+    ) -> Result<Report, EngineError> {
+        let size = probed.size;
+        let specs: Vec<SourceSpec> = probed
+            .sources
+            .iter()
+            .map(|s| {
+                let mut caps: Capabilities = s.input.scheme.capabilities();
+                caps.ranged &= s.probe.ranged;
+                let setup = s.probe.connect + s.probe.first_byte;
+                SourceSpec {
+                    setup: Some(setup),
+                    rtt: Some(s.probe.first_byte),
+                    ..SourceSpec::new(caps)
+                }
+            })
+            .collect();
+        let mut sched = Scheduler::new(size, specs, self.opts.config.clone());
+        for r in already.iter() {
+            sched.mark_done(r);
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
+        let start = Instant::now();
+        let mut running: BTreeMap<FetchId, Running> = BTreeMap::new();
+        let mut failures: Vec<(u64, Option<String>)> = vec![(0, None); probed.sources.len()];
+        let mut waste = 0u64;
+        let mut next_progress = start;
+        let mut sink_error: Option<std::io::Error> = None;
+        let mut pending: Option<Msg> = None;
+        let endpoints: Vec<Arc<Endpoint>> = probed
+            .sources
+            .iter()
+            .map(|s| Arc::new(s.input.endpoint.clone()))
+            .collect();
+        loop {
+            let now = start.elapsed();
+            // Inputs that arrived, in the order they were sent.
+            while let Some(msg) = pending.take().or_else(|| rx.try_recv().ok()) {
+                match msg {
+                    Msg::Event(e) => match e.kind {
+                        FetchEventKind::Connected { reused } => {
+                            if let Some(r) = running.get_mut(&e.fetch) {
+                                r.reused = reused;
+                            }
+                        }
+                        FetchEventKind::FirstByte => {
+                            let reused = running.get(&e.fetch).is_some_and(|r| r.reused);
+                            let session = if reused {
+                                Session::Reused
+                            } else {
+                                Session::New
+                            };
+                            sched.on_first_byte(e.fetch, session, now)
+                        }
+                        FetchEventKind::Bytes { offset, len } => {
+                            sched.on_data(e.fetch, offset, len, now)
+                        }
+                        FetchEventKind::Waste { bytes } => waste += bytes,
+                    },
+                    Msg::Done(fetch, outcome) => {
+                        let src = running.get(&fetch).map(|r| r.source);
+                        running.remove(&fetch);
+                        if let (Some(src), FetchOutcome::Failed(err)) = (src, &outcome) {
+                            if is_local(err) {
+                                sink_error = Some(std::io::Error::other(err.to_string()));
+                            }
+                            failures[src].0 += 1;
+                            failures[src].1 = Some(err.to_string());
+                            tracing::debug!(source = src, error = %err, "fetch failed");
+                            if let Some(ev) = &events {
+                                let _ = ev.send(EngineEvent::FetchFailed {
+                                    source: src,
+                                    error: err.to_string(),
+                                });
+                            }
+                        }
+                        sched.on_end(fetch, outcome.end(), now);
+                    }
+                }
+            }
+            if let Some(e) = sink_error.take() {
+                abort_all(&mut running);
+                return Err(EngineError::Sink(e));
+            }
+            // Cancelled fetches that did not stop in time are aborted.
+            let grace = self.opts.cancel_grace;
+            let overdue: Vec<FetchId> = running
+                .iter()
+                .filter(|(_, r)| r.cancelled_at.is_some_and(|t| t.elapsed() > grace))
+                .map(|(f, _)| *f)
+                .collect();
+            for f in overdue {
+                if let Some(r) = running.remove(&f) {
+                    r.task.abort();
+                    sched.on_end(f, FetchEnd::Cancelled, now);
+                }
+            }
+
+            sched.tick(now);
+            while let Some(a) = sched.poll_action() {
+                match a {
+                    Action::Request {
+                        fetch,
+                        conn,
+                        source,
+                        range,
+                    } => {
+                        let src = source.0 as usize;
+                        let tx2 = tx.clone();
+                        let observer = Arc::new(move |e: FetchEvent| {
+                            let _ = tx2.send(Msg::Event(e));
+                        });
+                        let (bound, writer) =
+                            RangeWriter::for_range(fetch, range, sink.clone(), observer);
+                        let req = FetchRequest {
+                            endpoint: endpoints[src].clone(),
+                            expect: probed.sources[src].probe.clone(),
+                            slot: conn,
+                            writer,
+                        };
+                        let scheme = probed.sources[src].input.scheme.clone();
+                        let done = tx.clone();
+                        let task = tokio::spawn(async move {
+                            let outcome = scheme.fetch(req).await;
+                            let _ = done.send(Msg::Done(fetch, outcome));
+                        });
+                        running.insert(
+                            fetch,
+                            Running {
+                                source: src,
+                                reused: false,
+                                bound,
+                                task,
+                                cancelled_at: None,
+                            },
+                        );
+                    }
+                    Action::Shrink { fetch, hi } => {
+                        if let Some(r) = running.get(&fetch) {
+                            let eff = r.bound.lower(hi);
+                            sched.on_shrink_applied(fetch, eff);
+                        }
+                    }
+                    Action::Cancel { fetch } => {
+                        if let Some(r) = running.get_mut(&fetch) {
+                            let eff = r.bound.cancel();
+                            r.cancelled_at = Some(Instant::now());
+                            sched.on_shrink_applied(fetch, eff);
+                        }
+                    }
+                }
+            }
+            while let Some(n) = sched.poll_notice() {
+                tracing::debug!(?n, "scheduler");
+                if let Some(ev) = &events {
+                    let _ = ev.send(EngineEvent::Notice(n));
+                }
+            }
+            if let Some(ev) = &events {
+                if Instant::now() >= next_progress {
+                    next_progress = Instant::now() + self.opts.progress_every;
+                    let _ = ev.send(EngineEvent::Progress(progress(&sched, now)));
+                }
+            }
+            match sched.outcome() {
+                Some(Outcome::Complete) if running.is_empty() => break,
+                Some(Outcome::Complete) => {
+                    // Every byte is held; the remaining tasks are stopping at their bounds.
+                    for r in running.values_mut() {
+                        if r.cancelled_at.is_none() {
+                            r.bound.cancel();
+                            r.cancelled_at = Some(Instant::now());
+                        }
+                    }
+                }
+                Some(Outcome::Failed(_)) => {
+                    abort_all(&mut running);
+                    let errs = probed
+                        .sources
+                        .iter()
+                        .zip(&failures)
+                        .map(|(s, (_, e))| {
+                            (
+                                s.input.endpoint.to_string(),
+                                e.clone().unwrap_or_else(|| "no response".to_owned()),
+                            )
+                        })
+                        .collect();
+                    return Err(EngineError::AllSourcesFailed(errs));
+                }
+                None => {}
+            }
+            // Sleep until the next input or deadline.
+            let deadline = sched
+                .next_deadline()
+                .map_or(Duration::from_millis(200), |d| {
+                    d.saturating_sub(start.elapsed())
+                })
+                .min(self.opts.progress_every)
+                .max(Duration::from_millis(1));
+            tokio::select! {
+                m = rx.recv() => pending = m,
+                _ = tokio::time::sleep(deadline) => {}
+            }
+        }
+        sink.finish().map_err(EngineError::Sink)?;
+        let written = sink.written();
+        let overlap = sink.overlap_bytes();
+        let full = ByteRange::new(0, size);
+        let missing = size - written.overlap(full);
+        let sched_stats = sched.stats();
+        if overlap > 0 || missing > 0 {
+            return Err(EngineError::Coverage(format!(
+                "{missing} bytes missing and {overlap} written twice"
+            )));
+        }
+        Ok(Report {
+            size,
+            elapsed: start.elapsed(),
+            requests: sched_stats.requests,
+            repairs: sched_stats.repairs,
+            admissions: sched_stats.admissions,
+            waste_bytes: waste + sched_stats.waste_bytes,
+            overlap_bytes: overlap,
+            bytes_per_source: (0..probed.sources.len())
+                .map(|i| sched.source_bytes(SourceId(i as u16)))
+                .collect(),
+            limits: (0..probed.sources.len())
+                .map(|i| sched.limit_reason(SourceId(i as u16)))
+                .collect(),
+            failures,
+        })
+    }
+}
+
+fn is_local(e: &SchemeError) -> bool {
+    e.is_local()
+}
+
+fn abort_all(running: &mut BTreeMap<FetchId, Running>) {
+    for (_, r) in std::mem::take(running) {
+        r.bound.cancel();
+        r.task.abort();
+    }
+}
+
+fn progress(s: &Scheduler, now: Duration) -> Progress {
+    Progress {
+        elapsed: now,
+        done: s.held().len_bytes(),
+        size: s.size(),
+        fetches: s
+            .in_flight()
+            .map(|(f, ConnId(c), SourceId(src), range)| FetchView {
+                source: src as usize,
+                conn: c,
+                range,
+                rate: s.rate(f).unwrap_or(0.0),
+                grade: s.grade(f).map_or("healthy", |g| g.as_str()),
+            })
+            .collect(),
+        limits: (0..s.source_count())
+            .map(|i| s.limit_reason(SourceId(i as u16)))
+            .collect(),
+    }
+}
+
+/// Why `other` cannot be combined with `first`, if it cannot.
+fn disagreement(first: &Probe, other: &Probe) -> Option<String> {
+    if first.size != other.size {
+        return Some(format!(
+            "size {} differs from size {}",
+            other.size, first.size
+        ));
+    }
+    if let (Some(Validator::Strong(a)), Some(Validator::Strong(b))) =
+        (&first.validator, &other.validator)
+    {
+        if a != b {
+            return Some(format!("strong validator {b} differs from {a}"));
+        }
+    }
+    None
+}
