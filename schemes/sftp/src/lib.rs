@@ -1,1 +1,22 @@
-//! SFTP for hydra (work in progress).
+//! SFTP for hydra, on russh (ring backend) and russh-sftp's raw session.
+//!
+//! See [`SftpScheme`] for how a range is fetched as a window of pipelined `SSH_FXP_READ`s
+//! under the [`RangeBound`](hydra_scheme::RangeBound), [`SftpOptions`] for every knob and its
+//! default, [`pool`] for when a session is reused, and (with the `origin` feature) [`origin`]
+//! for the reference server the tests, examples and the conformance suite run against.
+//! `README.md` has the capability checklist and the measurements.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod error;
+pub mod options;
+pub mod pool;
+mod scheme;
+mod session;
+
+#[cfg(feature = "origin")]
+pub mod origin;
+
+pub use options::{HostKeyPolicy, SessionMode, SftpAuth, SftpOptions, Socks5Proxy};
+pub use scheme::{SftpScheme, SftpStats, SFTP_CAPABILITIES};
+pub use session::fingerprint;

@@ -1,0 +1,625 @@
+//! [`SftpScheme`]: ranged reads as a window of pipelined `SSH_FXP_READ`s.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use hydra_core::{Capabilities, ConnId};
+use hydra_scheme::{
+    Connector, Endpoint, ErrorKind, FetchOutcome, FetchRequest, Probe, RangeWriter, Scheme,
+    SchemeError, Socks5Connector, TcpConnector, TimeoutPhase, Validator,
+};
+use russh_sftp::client::error::Error as SftpError;
+use russh_sftp::client::RawSftpSession;
+use russh_sftp::protocol::{Data, FileAttributes, OpenFlags, StatusCode};
+
+use crate::error::{breaks_session, map_sftp};
+use crate::options::{SessionMode, SftpOptions};
+use crate::pool::Pool;
+use crate::session::{self, HostKey, Session};
+
+/// SFTP's capabilities: ranged, client-bounded (every read names both ends), free to preempt
+/// (stopping means not issuing further reads), pipelined, and only a weak validator (size and
+/// whole-second mtime from `FSTAT`).
+pub const SFTP_CAPABILITIES: Capabilities = Capabilities {
+    ranged: true,
+    client_bounded_ranges: true,
+    preempt_cost_rtt: 0.0,
+    has_validators: true,
+    pipelined: true,
+    max_connections_per_host: None,
+};
+
+/// Handles kept open per session (a pooled session keeps files open for the next fetch).
+const MAX_CACHED_HANDLES: usize = 8;
+
+/// Empty `SSH_FXP_DATA` replies tolerated in a row before the server is called broken.
+const MAX_EMPTY_REPLIES: u32 = 8;
+
+/// The SFTP scheme: serves `sftp://[user[:password]@]host[:port]/path`.
+///
+/// * The path is absolute; `/~/rest` is relative to the login directory.
+/// * A probe opens the file and `FSTAT`s it: size, and mtime as a *weak* validator
+///   ([`Validator::Weak`] `"<size>-<mtime>"`; SFTP v3 has whole-second mtimes and no content
+///   hash).
+/// * A fetch keeps a window of `SSH_FXP_READ`s outstanding, each issued only below the
+///   current [`RangeBound`](hydra_scheme::RangeBound) far end, and an `FSTAT` pipelined with
+///   the first reads: no byte is written before the file's size and mtime are checked against
+///   the probe ([`ErrorKind::ObjectChanged`] otherwise). Replies may arrive in any order; they
+///   are buffered until contiguous (the buffer counts against the window) and written in
+///   order through the [`RangeWriter`]. Short reads are completed by re-issuing the
+///   remainder. End of file before the probed size is `ObjectChanged`.
+/// * Shrinking costs no round trip: no further reads are issued. Reads already in flight past
+///   the new far end are left to a background task that counts their bytes as waste when they
+///   arrive (within the request timeout) — these `Waste` events may follow the fetch's
+///   outcome. The session stays in the pool.
+/// * Sessions are pooled per (host, port, user), preferring the fetch slot's last session,
+///   with their file handles kept open. See [`SessionMode`] for connections vs channels.
+pub struct SftpScheme {
+    options: SftpOptions,
+    connector: Arc<dyn Connector>,
+    pool: Pool,
+    stats: Arc<Counters>,
+}
+
+impl std::fmt::Debug for SftpScheme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SftpScheme")
+            .field("options", &self.options)
+            .field("connector", &self.connector)
+            .field("idle", &self.pool.idle_count())
+            .finish()
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    ssh_connections: AtomicU64,
+    sessions: AtomicU64,
+    reads_issued: AtomicU64,
+    short_reads: AtomicU64,
+    bytes_received: AtomicU64,
+}
+
+/// Counters of one [`SftpScheme`], for tests, examples and diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SftpStats {
+    /// SSH connections dialled.
+    pub ssh_connections: u64,
+    /// SFTP sessions (channels) opened.
+    pub sessions: u64,
+    /// `SSH_FXP_READ` requests issued (re-issued remainders included).
+    pub reads_issued: u64,
+    /// Replies shorter than asked (each re-issued for the rest).
+    pub short_reads: u64,
+    /// Data bytes received in read replies handled by fetches (written, buffered or wasted).
+    pub bytes_received: u64,
+}
+
+/// One read's reply: where it was asked, how much, when, and the answer.
+struct Reply {
+    offset: u64,
+    len: u32,
+    sent: Instant,
+    result: Result<Data, SftpError>,
+}
+
+type ReadFut = Pin<Box<dyn Future<Output = Reply> + Send>>;
+
+fn read_fut(raw: &Arc<RawSftpSession>, handle: &str, offset: u64, len: u32) -> ReadFut {
+    let raw = raw.clone();
+    let handle = handle.to_owned();
+    Box::pin(async move {
+        let sent = Instant::now();
+        let result = raw.read(handle, offset, len).await;
+        Reply {
+            offset,
+            len,
+            sent,
+            result,
+        }
+    })
+}
+
+/// Reads still in flight when a fetch stopped.
+type Leftover = FuturesUnordered<ReadFut>;
+
+/// The window controller: estimates the bandwidth-delay product from the delivery rate and
+/// the smallest read round trip seen, and steps the window (by one per reply) towards
+/// `2 × BDP / read size + 2`, within `[min, max]`.
+#[derive(Debug)]
+struct Window {
+    size: usize,
+    min: usize,
+    max: usize,
+    since: Option<Instant>,
+    delivered: u64,
+    min_rtt: Option<Duration>,
+}
+
+impl Window {
+    fn new(options: &SftpOptions) -> Self {
+        let max = options.window_max.max(1);
+        let min = options.window_min.clamp(1, max);
+        Window {
+            size: options.window_initial.clamp(min, max),
+            min,
+            max,
+            since: None,
+            delivered: 0,
+            min_rtt: None,
+        }
+    }
+
+    fn on_reply(&mut self, bytes: usize, rtt: Duration, read_len: u32) {
+        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        let Some(since) = self.since else {
+            // The rate is measured from the first reply on.
+            self.since = Some(Instant::now());
+            return;
+        };
+        self.delivered += bytes as u64;
+        let elapsed = since.elapsed().as_secs_f64();
+        let (Some(rtt), true) = (self.min_rtt, elapsed > 0.0) else {
+            return;
+        };
+        let bdp = self.delivered as f64 / elapsed * rtt.as_secs_f64();
+        let target = (2.0 * bdp / f64::from(read_len.max(1))).ceil() + 2.0;
+        let target = (target.min(self.max as f64) as usize).clamp(self.min, self.max);
+        if target > self.size {
+            self.size += 1;
+        } else if target < self.size {
+            self.size -= 1;
+        }
+    }
+}
+
+impl SftpScheme {
+    /// Over TCP, or through `options.socks5` when set.
+    pub fn new(options: SftpOptions) -> Self {
+        let base: Arc<dyn Connector> = match &options.socks5 {
+            Some(p) => Arc::new(Socks5Connector::new(
+                p.proxy.clone(),
+                p.credentials.clone(),
+                Arc::new(TcpConnector),
+            )),
+            None => Arc::new(TcpConnector),
+        };
+        Self::with_connector(options, base)
+    }
+
+    /// Over `connector` (e.g. a fault-injecting one). `options.socks5` is ignored.
+    pub fn with_connector(options: SftpOptions, connector: Arc<dyn Connector>) -> Self {
+        SftpScheme {
+            pool: Pool::new(options.max_idle_per_host, options.pool_idle_timeout),
+            options,
+            connector,
+            stats: Arc::new(Counters::default()),
+        }
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &SftpOptions {
+        &self.options
+    }
+
+    /// Idle pooled sessions.
+    pub fn idle_sessions(&self) -> usize {
+        self.pool.idle_count()
+    }
+
+    /// Counters since construction.
+    pub fn stats(&self) -> SftpStats {
+        let c = &self.stats;
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        SftpStats {
+            ssh_connections: g(&c.ssh_connections),
+            sessions: g(&c.sessions),
+            reads_issued: g(&c.reads_issued),
+            short_reads: g(&c.short_reads),
+            bytes_received: g(&c.bytes_received),
+        }
+    }
+
+    /// A session to `key`: pooled (preferring `slot`'s) when allowed, else a new one (on a
+    /// shared SSH connection with room, in [`SessionMode::Shared`]). Returns it, whether it
+    /// was reused, and the time spent dialling.
+    async fn session(
+        &self,
+        ep: &Endpoint,
+        key: &HostKey,
+        slot: Option<ConnId>,
+        allow_pooled: bool,
+    ) -> Result<(Session, bool, Duration), ErrorKind> {
+        if allow_pooled {
+            if let Some(s) = self.pool.take(key, slot) {
+                return Ok((s, true, Duration::ZERO));
+            }
+        }
+        let share = match self.options.sessions {
+            SessionMode::Shared {
+                channels_per_connection,
+            } => self
+                .pool
+                .conn_with_room(key, channels_per_connection.max(1)),
+            SessionMode::Dedicated => None,
+        };
+        let shared = share.is_some();
+        let (s, took) =
+            session::dial(self.connector.as_ref(), ep, key, &self.options, share).await?;
+        if !shared {
+            self.stats.ssh_connections.fetch_add(1, Ordering::Relaxed);
+            self.pool.remember_conn(key, &s.ssh);
+        }
+        self.stats.sessions.fetch_add(1, Ordering::Relaxed);
+        Ok((s, false, took))
+    }
+
+    /// The open handle of `path` on `s`, opening it (one round trip) when not cached.
+    async fn handle(&self, s: &mut Session, path: &str) -> Result<String, ErrorKind> {
+        if let Some(h) = s.handles.get(path) {
+            return Ok(h.clone());
+        }
+        if s.handles.len() >= MAX_CACHED_HANDLES {
+            for (_, h) in s.handles.drain() {
+                // Best effort: the reply is not awaited beyond the request timeout.
+                let _ = s.raw.close(h).await;
+            }
+        }
+        let h = s
+            .raw
+            .open(path, OpenFlags::READ, FileAttributes::empty())
+            .await
+            .map_err(|e| self.sftp_err(e))?
+            .handle;
+        s.handles.insert(path.to_owned(), h.clone());
+        Ok(h)
+    }
+
+    /// Forgets (and closes) the handle of `path`: the file changed under it.
+    async fn drop_handle(&self, s: &mut Session, path: &str) {
+        if let Some(h) = s.handles.remove(path) {
+            let _ = s.raw.close(h).await;
+        }
+    }
+
+    fn sftp_err(&self, e: SftpError) -> ErrorKind {
+        map_sftp(e, self.options.request_timeout)
+    }
+
+    async fn probe_inner(&self, ep: &Endpoint) -> Result<Probe, ErrorKind> {
+        let key = session::host_key(ep, &self.options)?;
+        let path = remote_path(ep)?;
+        let mut allow_pooled = true;
+        loop {
+            let (mut s, reused, connect) = self.session(ep, &key, None, allow_pooled).await?;
+            let t1 = Instant::now();
+            let attrs = match self.handle(&mut s, &path).await {
+                Ok(h) => s.raw.fstat(h).await.map_err(|e| self.sftp_err(e)),
+                Err(e) => Err(e),
+            };
+            let attrs = match attrs {
+                Ok(a) => a.attrs,
+                Err(e) if reused && breaks_session(&e) => {
+                    tracing::debug!(error = %e, "pooled SFTP session was stale; dialling");
+                    allow_pooled = false;
+                    continue;
+                }
+                Err(e) => {
+                    s.broken |= breaks_session(&e);
+                    self.pool.put(s, None);
+                    return Err(e);
+                }
+            };
+            let first_byte = t1.elapsed();
+            self.pool.put(s, None);
+            let size = attrs
+                .size
+                .ok_or_else(|| ErrorKind::Protocol("FSTAT gave no size".into()))?;
+            return Ok(Probe {
+                size,
+                ranged: true,
+                validator: attrs.mtime.map(|m| Validator::Weak(format!("{size}-{m}"))),
+                last_modified: attrs.mtime.map(mtime_to_system),
+                connect,
+                first_byte,
+            });
+        }
+    }
+
+    /// Runs one fetch with a stale-pooled-session retry. Returns the outcome and the reads
+    /// left in flight (to be drained as waste).
+    async fn fetch_inner(
+        &self,
+        req: &mut FetchRequest,
+    ) -> Result<(FetchOutcome, Option<Leftover>), ErrorKind> {
+        if req.writer.remaining() == 0 {
+            return Ok((req.writer.outcome_at_bound(), None));
+        }
+        let key = session::host_key(&req.endpoint, &self.options)?;
+        let path = remote_path(&req.endpoint)?;
+        let slot = Some(req.slot);
+        let mut allow_pooled = true;
+        loop {
+            let (mut s, reused, _) = self
+                .session(&req.endpoint, &key, slot, allow_pooled)
+                .await?;
+            req.writer.connected(reused);
+            let before = req.writer.written();
+            match self
+                .fetch_on(&mut s, &path, &req.expect, &mut req.writer)
+                .await
+            {
+                Ok(leftover) => {
+                    self.pool.put(s, slot);
+                    let leftover = (!leftover.is_empty()).then_some(leftover);
+                    return Ok((req.writer.outcome_at_bound(), leftover));
+                }
+                Err(e) => {
+                    let broken = breaks_session(&e);
+                    if reused && broken && req.writer.written() == before && allow_pooled {
+                        tracing::debug!(error = %e, "pooled SFTP session was stale; dialling");
+                        allow_pooled = false;
+                        continue;
+                    }
+                    s.broken |= broken;
+                    if matches!(e, ErrorKind::ObjectChanged { .. }) {
+                        self.drop_handle(&mut s, &path).await;
+                    }
+                    self.pool.put(s, slot);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// The pipelined read loop on one session (see the type's doc).
+    async fn fetch_on(
+        &self,
+        s: &mut Session,
+        path: &str,
+        expect: &Probe,
+        writer: &mut RangeWriter,
+    ) -> Result<Leftover, ErrorKind> {
+        let handle = self.handle(s, path).await?;
+        let raw = s.raw.clone();
+        let idle = self.options.request_timeout;
+        let mut fstat = {
+            let raw = raw.clone();
+            let h = handle.clone();
+            Box::pin(async move { raw.fstat(h).await })
+        };
+        let mut validated = false;
+        let mut inflight: FuturesUnordered<ReadFut> = FuturesUnordered::new();
+        // Replies not yet writable (a gap before them), by offset.
+        let mut pending: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+        let mut next = writer.offset();
+        let max_read = s.max_read.max(1);
+        let mut read_len = self.options.read_size.clamp(1, max_read);
+        let mut window = Window::new(&self.options);
+        let mut empty_replies = 0u32;
+        let issue = |inflight: &mut FuturesUnordered<ReadFut>, off: u64, len: u32| {
+            inflight.push(read_fut(&raw, &handle, off, len));
+            self.stats.reads_issued.fetch_add(1, Ordering::Relaxed);
+        };
+        loop {
+            // A read is issued only below the current far end, and only while the window
+            // (reads in flight + replies buffered for reordering) has room.
+            let hi = writer.bound().hi();
+            while inflight.len() + pending.len() < window.size && next < hi {
+                let len = (hi - next).min(u64::from(read_len)) as u32;
+                issue(&mut inflight, next, len);
+                next += u64::from(len);
+            }
+            if writer.remaining() == 0 {
+                break;
+            }
+            if validated && inflight.is_empty() {
+                // Every issued read was answered and re-issued where short; a gap with
+                // nothing in flight cannot be filled.
+                return Err(ErrorKind::Protocol(format!(
+                    "no read outstanding at offset {} (gap in replies)",
+                    writer.offset()
+                )));
+            }
+            let reply = tokio::select! {
+                biased;
+                _ = writer.exhausted() => break,
+                a = &mut fstat, if !validated => {
+                    writer.first_byte();
+                    let attrs = a.map_err(|e| self.sftp_err(e))?.attrs;
+                    check_same_object(expect, &attrs)?;
+                    validated = true;
+                    None
+                }
+                r = tokio::time::timeout(idle, inflight.next()), if !inflight.is_empty() => {
+                    match r {
+                        Err(_) => return Err(ErrorKind::Timeout { phase: TimeoutPhase::IdleRead, after: idle }),
+                        Ok(r) => r,
+                    }
+                }
+            };
+            if let Some(Reply {
+                offset,
+                len,
+                sent,
+                result,
+            }) = reply
+            {
+                let data = match result {
+                    Ok(d) => d.data,
+                    Err(SftpError::Status(st)) if st.status_code == StatusCode::Eof => {
+                        return Err(ErrorKind::ObjectChanged {
+                            detail: format!(
+                                "end of file at byte {offset}, probed size {}",
+                                expect.size
+                            ),
+                        })
+                    }
+                    Err(e) => return Err(self.sftp_err(e)),
+                };
+                let n = data.len();
+                self.stats
+                    .bytes_received
+                    .fetch_add(n as u64, Ordering::Relaxed);
+                if n > len as usize {
+                    return Err(ErrorKind::Protocol(format!(
+                        "read of {len} bytes at {offset} answered with {n}"
+                    )));
+                }
+                let hi = writer.bound().hi();
+                if n < len as usize {
+                    // A short read: ask for the rest at once (below the far end only).
+                    self.stats.short_reads.fetch_add(1, Ordering::Relaxed);
+                    if n == 0 {
+                        empty_replies += 1;
+                        if empty_replies > MAX_EMPTY_REPLIES {
+                            return Err(ErrorKind::Protocol(format!(
+                                "{empty_replies} empty replies in a row at offset {offset}"
+                            )));
+                        }
+                    } else {
+                        empty_replies = 0;
+                    }
+                    let rest = offset + n as u64;
+                    if rest < hi {
+                        let rest_len = (u64::from(len) - n as u64).min(hi - rest) as u32;
+                        issue(&mut inflight, rest, rest_len);
+                    }
+                } else {
+                    empty_replies = 0;
+                    if len == read_len && read_len < max_read {
+                        read_len = read_len.saturating_mul(2).min(max_read);
+                    }
+                }
+                window.on_reply(n, sent.elapsed(), read_len);
+                if offset >= hi {
+                    writer.discard(n as u64);
+                } else if n > 0 {
+                    pending.insert(offset, data);
+                }
+            }
+            if validated {
+                flush(&mut pending, writer)?;
+            }
+        }
+        // Stopped at the bound: whatever is buffered lies past it.
+        for (_, d) in pending {
+            writer.discard(d.len() as u64);
+        }
+        Ok(inflight)
+    }
+}
+
+/// Writes every buffered reply that starts at (or before) the writer's offset, in order.
+fn flush(pending: &mut BTreeMap<u64, Vec<u8>>, writer: &mut RangeWriter) -> Result<(), ErrorKind> {
+    while let Some(entry) = pending.first_entry() {
+        let at = writer.offset();
+        if *entry.key() > at {
+            break;
+        }
+        let (off, data) = entry.remove_entry();
+        // Replies never overlap (remainders are re-issued exactly), but a prefix already
+        // written would be skipped rather than written twice.
+        let skip = usize::try_from(at - off)
+            .unwrap_or(usize::MAX)
+            .min(data.len());
+        writer.write(&data[skip..]).map_err(ErrorKind::Sink)?;
+        if writer.remaining() == 0 {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn mtime_to_system(m: u32) -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(u64::from(m))
+}
+
+/// The file the fetch reads must be the one probed: same size, same mtime when both known.
+fn check_same_object(expect: &Probe, attrs: &FileAttributes) -> Result<(), ErrorKind> {
+    if let Some(size) = attrs.size {
+        if size != expect.size {
+            return Err(ErrorKind::ObjectChanged {
+                detail: format!("size {} became {size}", expect.size),
+            });
+        }
+    }
+    if let (Some(m), Some(was)) = (attrs.mtime, expect.last_modified) {
+        let now = mtime_to_system(m);
+        if now != was {
+            let secs = |t: SystemTime| t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            return Err(ErrorKind::ObjectChanged {
+                detail: format!("mtime {} became {}", secs(was), secs(now)),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The remote path: the URL's path, percent-decoded; `/~/x` is `x` relative to the login
+/// directory.
+pub(crate) fn remote_path(ep: &Endpoint) -> Result<String, ErrorKind> {
+    let raw = ep.url().path();
+    let decoded = percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .map_err(|_| ErrorKind::Unsupported("path is not UTF-8".into()))?;
+    let p = match decoded.strip_prefix("/~/") {
+        Some(rel) => rel.to_owned(),
+        None => decoded.into_owned(),
+    };
+    if p.is_empty() || p == "/" {
+        return Err(ErrorKind::Unsupported("no file path in the URL".into()));
+    }
+    Ok(p)
+}
+
+#[async_trait]
+impl Scheme for SftpScheme {
+    fn name(&self) -> &str {
+        "sftp"
+    }
+
+    fn url_schemes(&self) -> &[&'static str] {
+        &["sftp"]
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        SFTP_CAPABILITIES
+    }
+
+    async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
+        self.probe_inner(endpoint)
+            .await
+            .map_err(|k| SchemeError::new(endpoint, k))
+    }
+
+    async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
+        match self.fetch_inner(&mut request).await {
+            Ok((outcome, leftover)) => {
+                if let Some(mut leftover) = leftover {
+                    // Replies to reads issued before the shrink: counted as waste as they
+                    // arrive, for at most one request timeout.
+                    let mut writer = request.writer;
+                    let deadline = tokio::time::Instant::now() + self.options.request_timeout;
+                    tokio::spawn(async move {
+                        while let Ok(Some(r)) =
+                            tokio::time::timeout_at(deadline, leftover.next()).await
+                        {
+                            if let Ok(d) = r.result {
+                                writer.discard(d.data.len() as u64);
+                            }
+                        }
+                    });
+                }
+                outcome
+            }
+            Err(kind) => FetchOutcome::Failed(SchemeError::new(&request.endpoint, kind)),
+        }
+    }
+}

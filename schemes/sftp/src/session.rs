@@ -1,0 +1,400 @@
+//! Opening SFTP sessions: a byte stream from the shared connectors, SSH over it (host key
+//! checked against known_hosts), authentication, the `sftp` subsystem, `limits@openssh.com`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hydra_scheme::{Connector, Endpoint, ErrorKind, Target, TimeoutPhase};
+use russh::client::{self, AuthResult};
+use russh::keys::{HashAlg, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
+use russh_sftp::client::rawsession::Limits;
+use russh_sftp::client::RawSftpSession;
+
+use crate::error::{map_russh, map_sftp};
+use crate::options::{HostKeyPolicy, SessionMode, SftpOptions};
+
+/// Size of an `SSH_FXP_DATA` reply's header: length (4), type (1), id (4), data length (4).
+const DATA_HEADER: u32 = 13;
+
+/// The client's SFTP packet limit (russh-sftp's `Config::max_packet_len`): a reply longer than
+/// this is refused by the client, so no read may ask for more than this less [`DATA_HEADER`].
+pub(crate) const CLIENT_MAX_PACKET: u32 = 256 * 1024;
+
+/// Which server a session talks to, as whom.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct HostKey {
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+}
+
+/// One SSH connection, shared by the SFTP sessions (channels) opened on it.
+pub(crate) struct SshConn {
+    pub handle: client::Handle<Verifier>,
+    /// Sessions (channels) open on it (for [`SessionMode::Shared`]).
+    pub channels: Mutex<usize>,
+}
+
+impl SshConn {
+    pub fn is_closed(&self) -> bool {
+        self.handle.is_closed()
+    }
+}
+
+/// One SFTP session: a channel running the `sftp` subsystem on an SSH connection.
+pub(crate) struct Session {
+    pub ssh: Arc<SshConn>,
+    pub raw: Arc<RawSftpSession>,
+    pub key: HostKey,
+    /// The largest read this session asks for (server limits, client packet limit, options).
+    pub max_read: u32,
+    /// Open handles by path: a pooled session keeps the file open so the next fetch costs no
+    /// OPEN round trip.
+    pub handles: HashMap<String, String>,
+    /// Set when a request failed in a way that leaves the session unusable.
+    pub broken: bool,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Ends the channel's stream (russh-sftp sends EOF on an empty frame); the SSH
+        // connection closes when its last session and the pool drop their `Arc`.
+        let _ = self.raw.close_session();
+        if let Ok(mut n) = self.ssh.channels.lock() {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
+/// What the host-key check saw, kept so the error can say more than russh's `UnknownKey`.
+#[derive(Debug, Clone)]
+pub(crate) enum HostKeyVerdict {
+    Known,
+    Learned,
+    Unknown {
+        fingerprint: String,
+        algorithm: String,
+    },
+    Changed {
+        fingerprint: String,
+        line: usize,
+    },
+    Certificate,
+    Unreadable(String),
+}
+
+/// The russh client handler: checks the server's host key.
+pub(crate) struct Verifier {
+    host: String,
+    port: u16,
+    known_hosts: PathBuf,
+    accept_new: bool,
+    verdict: Arc<Mutex<Option<HostKeyVerdict>>>,
+}
+
+/// The SHA256 fingerprint of `key`, as OpenSSH prints it (`SHA256:<base64>`).
+pub fn fingerprint(key: &PublicKey) -> String {
+    key.fingerprint(HashAlg::Sha256).to_string()
+}
+
+impl Verifier {
+    fn check(&self, key: &PublicKey) -> HostKeyVerdict {
+        use russh::keys::known_hosts::{check_known_hosts_path, learn_known_hosts_path};
+        match check_known_hosts_path(&self.host, self.port, key, &self.known_hosts) {
+            Ok(true) => HostKeyVerdict::Known,
+            Ok(false) if self.accept_new => {
+                match learn_known_hosts_path(&self.host, self.port, key, &self.known_hosts) {
+                    Ok(()) => {
+                        tracing::info!(
+                            host = %self.host, port = self.port, fingerprint = %fingerprint(key),
+                            file = %self.known_hosts.display(), "recorded a new host key"
+                        );
+                        HostKeyVerdict::Learned
+                    }
+                    Err(e) => HostKeyVerdict::Unreadable(format!("recording the key: {e}")),
+                }
+            }
+            Ok(false) => HostKeyVerdict::Unknown {
+                fingerprint: fingerprint(key),
+                algorithm: key.algorithm().to_string(),
+            },
+            Err(russh::keys::Error::KeyChanged { line }) => HostKeyVerdict::Changed {
+                fingerprint: fingerprint(key),
+                line,
+            },
+            Err(e) => HostKeyVerdict::Unreadable(e.to_string()),
+        }
+    }
+}
+
+impl client::Handler for Verifier {
+    type Error = russh::Error;
+
+    async fn check_server_key(
+        &mut self,
+        server_public_key: &PublicKeyOrCertificate,
+    ) -> Result<bool, Self::Error> {
+        let verdict = match server_public_key {
+            PublicKeyOrCertificate::PublicKey { key, .. } => self.check(key),
+            PublicKeyOrCertificate::Certificate(_) => HostKeyVerdict::Certificate,
+        };
+        let ok = matches!(verdict, HostKeyVerdict::Known | HostKeyVerdict::Learned);
+        *self.verdict.lock().unwrap_or_else(|e| e.into_inner()) = Some(verdict);
+        Ok(ok)
+    }
+}
+
+fn host_key_error(target: &Target, file: &Path, v: &HostKeyVerdict) -> ErrorKind {
+    let file = file.display();
+    ErrorKind::Protocol(match v {
+        HostKeyVerdict::Unknown {
+            fingerprint,
+            algorithm,
+        } => format!(
+            "host key of {target} is not in {file}: {algorithm} {fingerprint} (refused; verify \
+             the fingerprint out of band, then add it or allow accept-new)"
+        ),
+        HostKeyVerdict::Changed { fingerprint, line } => format!(
+            "HOST KEY OF {target} HAS CHANGED (recorded at {file}:{line}); offered {fingerprint} \
+             — refused: this may be a man-in-the-middle"
+        ),
+        HostKeyVerdict::Certificate => {
+            format!("{target} offered a host certificate; only plain host keys are checked")
+        }
+        HostKeyVerdict::Unreadable(e) => format!("known_hosts {file}: {e}"),
+        HostKeyVerdict::Known | HostKeyVerdict::Learned => "host key refused".to_owned(),
+    })
+}
+
+/// `~/.ssh/known_hosts`, or the configured file.
+pub(crate) fn known_hosts_path(policy: &HostKeyPolicy) -> PathBuf {
+    policy.known_hosts.clone().unwrap_or_else(|| {
+        std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default()
+            .join(".ssh")
+            .join("known_hosts")
+    })
+}
+
+/// The user to log in as: the URL's, else the configured default, else `$USER`.
+pub(crate) fn user_of(ep: &Endpoint, options: &SftpOptions) -> String {
+    ep.credentials()
+        .map(|c| c.username.clone())
+        .filter(|u| !u.is_empty())
+        .or_else(|| options.auth.default_user.clone())
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "root".to_owned())
+}
+
+/// The pool key of an endpoint.
+pub(crate) fn host_key(ep: &Endpoint, options: &SftpOptions) -> Result<HostKey, ErrorKind> {
+    if ep.url_scheme() != "sftp" {
+        return Err(ErrorKind::Unsupported(format!(
+            "URL scheme {}",
+            ep.url_scheme()
+        )));
+    }
+    Ok(HostKey {
+        host: ep.host().to_owned(),
+        port: ep.url().port().unwrap_or(22),
+        user: user_of(ep, options),
+    })
+}
+
+/// Opens a new SSH connection to `key` over `connector`: key exchange, host key check,
+/// authentication. Within `options.connect_timeout` (the caller's).
+pub(crate) async fn dial_ssh(
+    connector: &dyn Connector,
+    ep: &Endpoint,
+    key: &HostKey,
+    options: &SftpOptions,
+) -> Result<Arc<SshConn>, ErrorKind> {
+    let target = Target::new(key.host.clone(), key.port);
+    let stream = connector.connect(&target).await.map_err(ErrorKind::Io)?;
+    let known_hosts = known_hosts_path(&options.host_keys);
+    let verdict = Arc::new(Mutex::new(None));
+    let verifier = Verifier {
+        host: target.host.clone(),
+        port: target.port,
+        known_hosts: known_hosts.clone(),
+        accept_new: options.host_keys.accept_new,
+        verdict: verdict.clone(),
+    };
+    let config = client::Config {
+        // The default 2 MiB channel window limits a session to 2 MiB per RTT; a window of
+        // 64 outstanding 255 KiB reads needs ~16 MiB.
+        window_size: 16 * 1024 * 1024,
+        inactivity_timeout: None,
+        nodelay: true,
+        ..client::Config::default()
+    };
+    let mut handle = match client::connect_stream(Arc::new(config), stream, verifier).await {
+        Ok(h) => h,
+        Err(e) => {
+            let v = verdict.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            return Err(match v {
+                Some(
+                    v @ (HostKeyVerdict::Unknown { .. }
+                    | HostKeyVerdict::Changed { .. }
+                    | HostKeyVerdict::Certificate
+                    | HostKeyVerdict::Unreadable(_)),
+                ) => host_key_error(&target, &known_hosts, &v),
+                _ => map_russh(e),
+            });
+        }
+    };
+    authenticate(&mut handle, ep, key, options).await?;
+    Ok(Arc::new(SshConn {
+        handle,
+        channels: Mutex::new(0),
+    }))
+}
+
+/// Tries identity files, the agent, then the password. Errors never include the password or
+/// passphrase.
+async fn authenticate(
+    handle: &mut client::Handle<Verifier>,
+    ep: &Endpoint,
+    key: &HostKey,
+    options: &SftpOptions,
+) -> Result<(), ErrorKind> {
+    let user = key.user.as_str();
+    let mut tried: Vec<String> = Vec::new();
+    for path in &options.auth.identity_files {
+        let secret = match russh::keys::load_secret_key(path, options.auth.passphrase.as_deref()) {
+            Ok(k) => k,
+            Err(e) => {
+                // The key's error never holds the passphrase.
+                tried.push(format!("key {} unusable ({e})", path.display()));
+                continue;
+            }
+        };
+        let hash = handle.best_supported_rsa_hash().await.map_err(map_russh)?;
+        let with = PrivateKeyWithHashAlg::new(Arc::new(secret), hash.flatten());
+        match handle.authenticate_publickey(user, with).await {
+            Ok(AuthResult::Success) => return Ok(()),
+            Ok(_) => tried.push(format!("key {} refused", path.display())),
+            Err(e) => return Err(map_russh(e)),
+        }
+    }
+    if options.auth.use_agent {
+        match russh::keys::agent::client::AgentClient::connect_env().await {
+            Ok(mut agent) => {
+                let ids = agent.request_identities().await.unwrap_or_default();
+                for id in ids {
+                    let russh::keys::agent::AgentIdentity::PublicKey { key: pk, .. } = id else {
+                        continue;
+                    };
+                    match handle
+                        .authenticate_publickey_with(user, pk, None, &mut agent)
+                        .await
+                    {
+                        Ok(AuthResult::Success) => return Ok(()),
+                        Ok(_) => tried.push("agent key refused".into()),
+                        Err(e) => tried.push(format!("agent: {e}")),
+                    }
+                }
+            }
+            Err(e) => tried.push(format!("agent unavailable ({e})")),
+        }
+    }
+    if let Some(pw) = ep.credentials().map(|c| c.password.as_str()) {
+        if !pw.is_empty() {
+            match handle.authenticate_password(user, pw).await {
+                Ok(AuthResult::Success) => return Ok(()),
+                Ok(_) => tried.push("password refused".into()),
+                Err(e) => return Err(map_russh(e)),
+            }
+        }
+    }
+    if tried.is_empty() {
+        tried.push("no method configured (identity file, agent or URL password)".into());
+    }
+    Err(ErrorKind::Protocol(format!(
+        "authentication failed: {}",
+        tried.join("; ")
+    )))
+}
+
+/// Opens the `sftp` subsystem on `ssh` and runs INIT (and `limits@openssh.com` when the
+/// server offers it).
+pub(crate) async fn open_session(
+    ssh: Arc<SshConn>,
+    key: HostKey,
+    options: &SftpOptions,
+) -> Result<Session, ErrorKind> {
+    let channel = ssh.handle.channel_open_session().await.map_err(map_russh)?;
+    channel
+        .request_subsystem(true, "sftp")
+        .await
+        .map_err(map_russh)?;
+    if let Ok(mut n) = ssh.channels.lock() {
+        *n += 1;
+    }
+    let cfg = russh_sftp::client::Config {
+        max_packet_len: CLIENT_MAX_PACKET,
+        request_timeout_secs: options.request_timeout.as_secs().max(1),
+        ..russh_sftp::client::Config::default()
+    };
+    let mut raw = RawSftpSession::new_with_config(channel.into_stream(), cfg);
+    let version = raw
+        .init()
+        .await
+        .map_err(|e| map_sftp(e, options.request_timeout))?;
+    let mut server_read: Option<u64> = None;
+    if version
+        .extensions
+        .contains_key(russh_sftp::extensions::LIMITS)
+    {
+        // A server that advertises limits but fails to answer is treated as having none.
+        if let Ok(l) = raw.limits().await {
+            let limits = Limits::from(l);
+            server_read = limits.read_len;
+            // russh-sftp refuses reads over `read_len` itself; ours stay below it anyway.
+            raw.set_limits(limits);
+        }
+    }
+    let mut max_read = options
+        .max_read_size
+        .clamp(1, CLIENT_MAX_PACKET - DATA_HEADER);
+    if let Some(r) = server_read {
+        max_read = max_read.min(u32::try_from(r).unwrap_or(u32::MAX)).max(1);
+    }
+    Ok(Session {
+        ssh,
+        raw: Arc::new(raw),
+        key,
+        max_read,
+        handles: HashMap::new(),
+        broken: false,
+    })
+}
+
+/// A new session: on its own SSH connection, or (in [`SessionMode::Shared`]) on `share` when
+/// it has room.
+pub(crate) async fn dial(
+    connector: &dyn Connector,
+    ep: &Endpoint,
+    key: &HostKey,
+    options: &SftpOptions,
+    share: Option<Arc<SshConn>>,
+) -> Result<(Session, Duration), ErrorKind> {
+    let t0 = Instant::now();
+    let setup = async {
+        let ssh = match (options.sessions, share) {
+            (SessionMode::Shared { .. }, Some(ssh)) if !ssh.is_closed() => ssh,
+            _ => dial_ssh(connector, ep, key, options).await?,
+        };
+        open_session(ssh, key.clone(), options).await
+    };
+    let s = tokio::time::timeout(options.connect_timeout, setup)
+        .await
+        .map_err(|_| ErrorKind::Timeout {
+            phase: TimeoutPhase::Connect,
+            after: options.connect_timeout,
+        })??;
+    Ok((s, t0.elapsed()))
+}
