@@ -1013,18 +1013,19 @@ impl Scheduler {
         } else {
             1.0
         };
-        // Sources without ranges stream from byte 0: they take part only while the lowest
-        // unassigned byte is 0, or when no source with ranges is both available and free of
-        // recent failures (the driver then discards the bytes below the range, as waste).
+        // Sources without ranges stream from byte 0: they take part while the lowest unassigned
+        // byte is 0, or when they have failed less lately than every available source with
+        // ranges (the driver then discards the bytes below the range, as waste).
         let zero_open = self.unassigned.first().is_some_and(|r| r.lo == 0);
-        let ranged_available = (0..self.sources.len()).any(|i| {
-            let s = &self.sources[i];
-            s.spec.caps.ranged && s.failures == 0 && self.available(i, now)
-        });
+        let ranged_failures = (0..self.sources.len())
+            .filter(|&i| self.sources[i].spec.caps.ranged && self.available(i, now))
+            .map(|i| self.sources[i].failures)
+            .min();
         let mut planned = self.busy_total();
         for src in 0..self.sources.len() {
-            let ranged = self.sources[src].spec.caps.ranged;
-            if !ranged && !zero_open && ranged_available {
+            let s = &self.sources[src];
+            let fallback = ranged_failures.is_none_or(|f| s.failures < f);
+            if !s.spec.caps.ranged && !zero_open && !fallback {
                 continue;
             }
             let open = self
@@ -1043,18 +1044,38 @@ impl Scheduler {
                         && self.slots[i].fetch.is_none()
                         && !fill.iter().any(|f: &(usize, usize, f64)| f.1 == i)
                 });
+                let fresh = Slot {
+                    source: SourceId(src as u16),
+                    fetch: None,
+                    last_rate: 0.0,
+                    reusable: false,
+                };
                 let slot = match idle {
                     Some(i) => i,
                     None if self.slots.len() < self.cfg.total => {
-                        self.slots.push(Slot {
-                            source: SourceId(src as u16),
-                            fetch: None,
-                            last_rate: 0.0,
-                            reusable: false,
-                        });
+                        self.slots.push(fresh);
                         self.slots.len() - 1
                     }
-                    None => break,
+                    None => {
+                        // Every slot exists: rebind an idle one of another source, a dead
+                        // source's first (the total ceiling counts connections, not sources).
+                        let other = |i: usize| {
+                            let sl = &self.slots[i];
+                            sl.fetch.is_none()
+                                && sl.source.0 as usize != src
+                                && !fill.iter().any(|f: &(usize, usize, f64)| f.1 == i)
+                        };
+                        let dead = (0..self.slots.len()).find(|&i| {
+                            other(i) && self.sources[self.slots[i].source.0 as usize].dead
+                        });
+                        match dead.or_else(|| (0..self.slots.len()).find(|&i| other(i))) {
+                            Some(i) => {
+                                self.slots[i] = fresh;
+                                i
+                            }
+                            None => break,
+                        }
+                    }
                 };
                 fill.push((src, slot, w));
                 planned += 1;
@@ -1064,11 +1085,11 @@ impl Scheduler {
             self.scratch_fill = fill;
             return;
         }
-        // Carving order: sources failing lately last; otherwise a source without ranges first
-        // (it can only start at byte 0), then by slot.
-        let failing = |src: usize| self.sources[src].failures > 0;
+        // Carving order: sources with fewer recent failures first; among equals a source
+        // without ranges first (it can only start at byte 0), then by slot.
+        let failures = |src: usize| self.sources[src].failures;
         let ranged = |src: usize| self.sources[src].spec.caps.ranged;
-        fill.sort_by_key(|&(src, slot, _)| (failing(src), ranged(src), slot));
+        fill.sort_by_key(|&(src, slot, _)| (failures(src), ranged(src), slot));
         let mut pieces = std::mem::take(&mut self.scratch_pieces);
         pieces.clear();
         pieces.extend(self.unassigned.iter());
@@ -1081,7 +1102,8 @@ impl Scheduler {
             if p >= pieces.len() {
                 break;
             }
-            if !self.sources[src].spec.caps.ranged && cur != 0 && ranged_available {
+            let fallback = ranged_failures.is_none_or(|f| self.sources[src].failures < f);
+            if !self.sources[src].spec.caps.ranged && cur != 0 && !fallback {
                 continue;
             }
             let range = if single && self.sources[src].spec.caps.ranged {

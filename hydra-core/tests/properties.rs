@@ -179,14 +179,33 @@ fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
     let mut ended: Vec<FetchId> = Vec::new();
     let mut last_progress = Duration::ZERO;
     let mut last_remaining = s.remaining();
-    let window_w = Duration::from_secs(4);
+    // W: a stall costs one stall timeout before the work moves, and each unresponsive source
+    // may be tried once in turn before the work reaches a reliable one.
+    let unresponsive = w
+        .fates
+        .iter()
+        .filter(|f| matches!(f, Fate::Hangs(_) | Fate::Dies(_)))
+        .count() as u32;
+    let c = config(w.concurrency);
+    let window_w = c.stall_timeout * (1 + unresponsive) + c.max_backoff + Duration::from_secs(2);
     // A flaky source may rightly be declared dead after consecutive failures, so only a
-    // reliable one (or one that has not died yet) promises progress.
-    let live_source = |step: u32| {
+    // reliable one (or one that has not died yet) promises progress within W — and only one
+    // with ranges: a source without ranges is a fallback the scheduler uses while no source
+    // with ranges is free of failures (it still promises completion, asserted below).
+    let any_alive = |step: u32| {
         w.fates.iter().any(|f| match *f {
-            Fate::Reliable => true,
-            Fate::Flaky => false,
+            Fate::Reliable | Fate::Flaky => true,
             Fate::Dies(k) | Fate::Hangs(k) => step < k,
+        })
+    };
+    let live_source = |step: u32| {
+        w.fates.iter().zip(&w.caps).any(|(f, c)| {
+            c.ranged
+                && match *f {
+                    Fate::Reliable => true,
+                    Fate::Flaky => false,
+                    Fate::Dies(k) | Fate::Hangs(k) => step < k,
+                }
         })
     };
     let mut all_dead_since: Option<Duration> = None;
@@ -369,12 +388,11 @@ fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
                 "no progress for {:?} at step {step} with a live source",
                 now - last_progress
             );
-        } else {
+        } else if !any_alive(step) {
             // A hung source is indistinguishable from a slow one until the stall timeout, waits
             // at least as long before it is tried again, and is dead only after `max_failures`
             // consecutive failures; sources may be tried one after another.
             let since = *all_dead_since.get_or_insert(now);
-            let c = config(w.concurrency);
             let per_source = (c.stall_timeout * 2 + c.max_backoff) * c.max_failures;
             let bound = per_source * w.fates.len() as u32 + window_w;
             prop_assert!(
