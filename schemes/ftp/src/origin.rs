@@ -1,0 +1,481 @@
+//! Reference FTP servers for tests and the conformance suite (feature `origin`), loopback only.
+//!
+//! * [`Origin`]: libunftp with the unftp-sbe-fs back end, serving a temporary directory that
+//!   holds one generated object ([`object_bytes`]) as [`OBJECT`], on `127.0.0.1:0`, passive
+//!   ports on loopback, anonymous login, optional explicit FTPS.
+//! * [`Scripted`]: a small hand-written FTP server for what libunftp has no hook for: the
+//!   order of the replies after `ABOR`, a `421` greeting, a `227` naming another host, a data
+//!   connection cut short, required credentials. It logs every command it receives.
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use hydra_core::ByteRange;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+/// The object's file name in the served directory.
+pub const OBJECT: &str = "object.bin";
+
+/// The byte at every offset of the object generated from `seed`, for `range`: a splitmix64
+/// stream, one 64-bit word per 8 bytes, so any range can be computed without the rest.
+pub fn object_bytes(seed: u64, range: ByteRange) -> Vec<u8> {
+    (range.lo..range.hi)
+        .map(|i| {
+            let word = splitmix64(seed ^ (i / 8).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            (word >> ((i % 8) * 8)) as u8
+        })
+        .collect()
+}
+
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The modification time given to generation `g` of the object: whole seconds, one hour
+/// apart, so `MDTM` always tells generations apart.
+fn mtime(generation: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + generation * 3600)
+}
+
+/// What the libunftp origin serves.
+#[derive(Debug, Clone)]
+pub struct OriginConfig {
+    /// Object size in bytes.
+    pub size: u64,
+    /// Seed of the object's content.
+    pub seed: u64,
+    /// Explicit FTPS with this certificate chain and key (PEM files).
+    pub ftps: Option<(PathBuf, PathBuf)>,
+}
+
+/// A running libunftp origin. Dropping it stops accepting connections and removes the
+/// directory.
+pub struct Origin {
+    addr: SocketAddr,
+    dir: tempfile::TempDir,
+    accept: JoinHandle<()>,
+    state: Arc<Mutex<(u64, u64, u64)>>,
+    connections: Arc<AtomicU64>,
+}
+
+impl Origin {
+    /// Writes the object and serves it on `127.0.0.1:0`.
+    pub async fn start(cfg: OriginConfig) -> io::Result<Origin> {
+        let dir = tempfile::tempdir()?;
+        write_object(&dir.path().join(OBJECT), cfg.seed, cfg.size, 0)?;
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let addr = listener.local_addr()?;
+        let root = dir.path().to_path_buf();
+        let connections = Arc::new(AtomicU64::new(0));
+        let counter = connections.clone();
+        let ftps = cfg.ftps.clone();
+        let accept = tokio::spawn(async move {
+            // Bounded by the origin's lifetime: aborted on drop.
+            while let Ok((stream, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::Relaxed);
+                let root = root.clone();
+                let ftps = ftps.clone();
+                tokio::spawn(async move {
+                    let gen_root = root.clone();
+                    let mut b = libunftp::ServerBuilder::new(Box::new(move || {
+                        // The directory exists for the origin's lifetime.
+                        unftp_sbe_fs::Filesystem::new(gen_root.clone())
+                            .unwrap_or_else(|_| unreachable_fs())
+                    }))
+                    .passive_host(libunftp::options::PassiveHost::Ip(Ipv4Addr::LOCALHOST))
+                    .passive_ports(49152..=65000)
+                    .greeting("hydra reference FTP origin");
+                    if let Some((cert, key)) = ftps {
+                        b = b.ftps(cert, key);
+                    }
+                    match b.build() {
+                        Ok(server) => {
+                            let _ = server.service(stream).await;
+                        }
+                        Err(e) => tracing::warn!(error = %e, "origin: cannot build server"),
+                    }
+                });
+            }
+        });
+        Ok(Origin {
+            addr,
+            dir,
+            accept,
+            state: Arc::new(Mutex::new((cfg.seed, cfg.size, 0))),
+            connections,
+        })
+    }
+
+    /// The control address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `ftp://127.0.0.1:<port>/object.bin`.
+    pub fn url(&self) -> String {
+        format!("ftp://{}/{OBJECT}", self.addr)
+    }
+
+    /// The served bytes of `range` (current generation).
+    pub fn content(&self, range: ByteRange) -> Vec<u8> {
+        let (seed, _, _) = *self.lock();
+        object_bytes(seed, range)
+    }
+
+    /// Control connections accepted so far.
+    pub fn connections_accepted(&self) -> u64 {
+        self.connections.load(Ordering::Relaxed)
+    }
+
+    /// Replaces the object (written aside, then renamed over it) with one generated from
+    /// `seed`, of `size` bytes, with a modification time one hour later than the last.
+    pub fn replace_object(&self, seed: u64, size: u64) -> io::Result<()> {
+        let generation = {
+            let mut st = self.lock();
+            st.2 += 1;
+            st.0 = seed;
+            st.1 = size;
+            st.2
+        };
+        let tmp = self.dir.path().join(".replacement");
+        write_object(&tmp, seed, size, generation)?;
+        std::fs::rename(tmp, self.dir.path().join(OBJECT))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, u64, u64)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for Origin {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+/// A Filesystem back end on a directory that cannot fail to exist; unftp-sbe-fs only fails on
+/// a missing root, which the origin owns.
+fn unreachable_fs() -> unftp_sbe_fs::Filesystem {
+    let fallback = std::env::temp_dir();
+    match unftp_sbe_fs::Filesystem::new(fallback) {
+        Ok(f) => f,
+        Err(_) => std::process::abort(),
+    }
+}
+
+fn write_object(path: &std::path::Path, seed: u64, size: u64, generation: u64) -> io::Result<()> {
+    let f = std::fs::File::create(path)?;
+    let mut w = io::BufWriter::new(&f);
+    let step = 1 << 20;
+    let mut lo = 0;
+    while lo < size {
+        let hi = (lo + step).min(size);
+        io::Write::write_all(&mut w, &object_bytes(seed, ByteRange::new(lo, hi)))?;
+        lo = hi;
+    }
+    io::Write::flush(&mut w)?;
+    drop(w);
+    f.set_modified(mtime(generation))?;
+    f.sync_all()
+}
+
+/// The order of the two replies a [`Scripted`] server sends after `ABOR` during a `RETR`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AbortOrder {
+    /// RFC 959's example: `426` (the `RETR` was aborted), then `226` (`ABOR` done).
+    Rfc426Then226,
+    /// libunftp's: `226` to `ABOR` at once, then `426` when the transfer notices.
+    Unftp226Then426,
+}
+
+/// What a [`Scripted`] server does.
+#[derive(Debug, Clone)]
+pub struct Script {
+    /// Object size.
+    pub size: u64,
+    /// Object seed ([`object_bytes`]).
+    pub seed: u64,
+    /// Reply order after `ABOR`.
+    pub abort_order: AbortOrder,
+    /// Greet with `421 Too many connections` and close.
+    pub refuse_greeting: bool,
+    /// Name this host in `227` replies instead of 127.0.0.1 (the data listener is still on
+    /// loopback: a client that obeys connects elsewhere).
+    pub pasv_host: Option<Ipv4Addr>,
+    /// Close every data connection after this many bytes and reply `426`.
+    pub truncate_after: Option<u64>,
+    /// Require these credentials (else `530`); `None`: anyone.
+    pub login: Option<(String, String)>,
+    /// Answer `EPSV` with `502` (a server without EPSV).
+    pub no_epsv: bool,
+    /// How long a failed data connection waits before its `426` is sent. An `ABOR` that
+    /// arrives meanwhile is answered as if the transfer were still running, so the reply
+    /// order under test does not depend on which of the client's two packets (ABOR, then
+    /// the data connection's reset) the server's scheduler happens to look at first.
+    pub data_failure_grace: Duration,
+}
+
+impl Script {
+    /// A well-behaved script for `size` bytes of `seed`.
+    pub fn new(size: u64, seed: u64) -> Self {
+        Script {
+            size,
+            seed,
+            abort_order: AbortOrder::Rfc426Then226,
+            refuse_greeting: false,
+            pasv_host: None,
+            truncate_after: None,
+            login: None,
+            no_epsv: false,
+            data_failure_grace: Duration::from_millis(200),
+        }
+    }
+}
+
+/// A scripted FTP server on `127.0.0.1:0`. Dropping it stops it.
+pub struct Scripted {
+    addr: SocketAddr,
+    accept: JoinHandle<()>,
+    log: Arc<Mutex<Vec<String>>>,
+    data_connections: Arc<AtomicU64>,
+}
+
+impl Scripted {
+    /// Starts serving `script` (object path [`OBJECT`]).
+    pub async fn start(script: Script) -> io::Result<Scripted> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let addr = listener.local_addr()?;
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let data_connections = Arc::new(AtomicU64::new(0));
+        let (l, d) = (log.clone(), data_connections.clone());
+        let accept = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (script, l, d) = (script.clone(), l.clone(), d.clone());
+                tokio::spawn(async move {
+                    if let Err(e) = serve(stream, script, l, d).await {
+                        tracing::debug!(error = %e, "scripted session ended");
+                    }
+                });
+            }
+        });
+        Ok(Scripted {
+            addr,
+            accept,
+            log,
+            data_connections,
+        })
+    }
+
+    /// The control address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `ftp://127.0.0.1:<port>/object.bin`.
+    pub fn url(&self) -> String {
+        format!("ftp://{}/{OBJECT}", self.addr)
+    }
+
+    /// Every command received, in order, `PASS` arguments replaced by `***`.
+    pub fn commands(&self) -> Vec<String> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Data connections accepted.
+    pub fn data_connections(&self) -> u64 {
+        self.data_connections.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Scripted {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+/// How a data task ended.
+enum DataEnd {
+    Complete,
+    Failed,
+}
+
+async fn serve(
+    stream: TcpStream,
+    script: Script,
+    log: Arc<Mutex<Vec<String>>>,
+    data_count: Arc<AtomicU64>,
+) -> io::Result<()> {
+    let (rd, mut wr) = stream.into_split();
+    let mut lines = BufReader::new(rd).lines();
+    if script.refuse_greeting {
+        wr.write_all(b"421 Too many connections, try later\r\n")
+            .await?;
+        return Ok(());
+    }
+    wr.write_all(b"220 scripted\r\n").await?;
+    let mut user = String::new();
+    let mut logged_in = script.login.is_none();
+    let mut rest = 0u64;
+    let mut passive: Option<TcpListener> = None;
+    let mut data: Option<JoinHandle<DataEnd>> = None;
+    // Each session is bounded by its client: the loop ends when the control connection does.
+    loop {
+        // Commands first: an ABOR already received is handled before a data failure that
+        // it caused (the client writes ABOR before closing the data connection).
+        let line = tokio::select! {
+            biased;
+            l = lines.next_line() => l?,
+            end = async { match data.as_mut() { Some(h) => h.await.ok(), None => std::future::pending().await } } => {
+                data = None;
+                let reply: &[u8] = match end {
+                    Some(DataEnd::Complete) => b"226 Transfer complete\r\n",
+                    _ => b"426 Connection closed; transfer aborted\r\n",
+                };
+                wr.write_all(reply).await?;
+                continue;
+            }
+        };
+        let Some(line) = line else { return Ok(()) };
+        let (cmd, arg) = match line.split_once(' ') {
+            Some((c, a)) => (c.to_ascii_uppercase(), a.to_owned()),
+            None => (line.trim().to_ascii_uppercase(), String::new()),
+        };
+        let logged = if cmd == "PASS" {
+            "PASS ***".to_owned()
+        } else {
+            line.clone()
+        };
+        log.lock().unwrap_or_else(|e| e.into_inner()).push(logged);
+        let reply: String = match cmd.as_str() {
+            "USER" => {
+                user = arg;
+                "331 password please".into()
+            }
+            "PASS" => match &script.login {
+                Some((u, p)) if *u != user || *p != arg => "530 Login incorrect".into(),
+                _ => {
+                    logged_in = true;
+                    "230 logged in".into()
+                }
+            },
+            _ if !logged_in => "530 Please login".into(),
+            "TYPE" => "200 type set".into(),
+            "NOOP" => "200 ok".into(),
+            "FEAT" => "211-Features\r\n REST STREAM\r\n SIZE\r\n MDTM\r\n EPSV\r\n211 End".into(),
+            "SIZE" if arg == OBJECT => format!("213 {}", script.size),
+            "MDTM" if arg == OBJECT => "213 20240101000000".into(),
+            "SIZE" | "MDTM" | "RETR" if arg != OBJECT => "550 No such file".into(),
+            "REST" => match arg.trim().parse() {
+                Ok(n) => {
+                    rest = n;
+                    format!("350 Restarting at {n}")
+                }
+                Err(_) => "501 bad offset".into(),
+            },
+            "EPSV" if script.no_epsv => "502 EPSV not implemented".into(),
+            "PASV" | "EPSV" => {
+                let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+                let port = l.local_addr()?.port();
+                passive = Some(l);
+                if cmd == "EPSV" {
+                    format!("229 Entering Extended Passive Mode (|||{port}|)")
+                } else {
+                    let ip = script.pasv_host.unwrap_or(Ipv4Addr::LOCALHOST).octets();
+                    format!(
+                        "227 Entering Passive Mode ({},{},{},{},{},{})",
+                        ip[0],
+                        ip[1],
+                        ip[2],
+                        ip[3],
+                        port >> 8,
+                        port & 0xff
+                    )
+                }
+            }
+            "RETR" => match passive.take() {
+                None => "425 Use PASV first".into(),
+                Some(l) => {
+                    let accepted = tokio::time::timeout(Duration::from_secs(10), l.accept()).await;
+                    let Ok(Ok((sock, _))) = accepted else {
+                        wr.write_all(b"425 Can't open data connection\r\n").await?;
+                        continue;
+                    };
+                    data_count.fetch_add(1, Ordering::Relaxed);
+                    let from = std::mem::take(&mut rest).min(script.size);
+                    let to = match script.truncate_after {
+                        Some(n) => (from + n).min(script.size),
+                        None => script.size,
+                    };
+                    let truncated = to < script.size;
+                    let (seed, grace) = (script.seed, script.data_failure_grace);
+                    wr.write_all(b"150 Opening BINARY data connection\r\n")
+                        .await?;
+                    data = Some(tokio::spawn(send_data(
+                        sock, seed, from, to, truncated, grace,
+                    )));
+                    continue;
+                }
+            },
+            "ABOR" => match data.take() {
+                None => "225 No transfer to abort".into(),
+                Some(h) => {
+                    h.abort();
+                    let _ = h.await;
+                    match script.abort_order {
+                        AbortOrder::Rfc426Then226 => {
+                            "426 Transfer aborted\r\n226 Abort successful".into()
+                        }
+                        AbortOrder::Unftp226Then426 => {
+                            "226 Closed data channel\r\n426 Connection closed; transfer aborted"
+                                .into()
+                        }
+                    }
+                }
+            },
+            "QUIT" => {
+                wr.write_all(b"221 bye\r\n").await?;
+                return Ok(());
+            }
+            _ => "502 not implemented".into(),
+        };
+        wr.write_all(format!("{reply}\r\n").as_bytes()).await?;
+    }
+}
+
+async fn send_data(
+    mut sock: TcpStream,
+    seed: u64,
+    from: u64,
+    to: u64,
+    truncated: bool,
+    grace: Duration,
+) -> DataEnd {
+    let mut at = from;
+    while at < to {
+        let hi = (at + 16 * 1024).min(to);
+        if sock
+            .write_all(&object_bytes(seed, ByteRange::new(at, hi)))
+            .await
+            .is_err()
+        {
+            tokio::time::sleep(grace).await;
+            return DataEnd::Failed;
+        }
+        at = hi;
+    }
+    let _ = sock.shutdown().await;
+    if truncated {
+        DataEnd::Failed
+    } else {
+        DataEnd::Complete
+    }
+}

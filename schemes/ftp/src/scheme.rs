@@ -1,0 +1,447 @@
+//! [`FtpScheme`]: ranged reads with `REST` + `RETR` on suppaftp's tokio client.
+
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use hydra_core::Capabilities;
+use hydra_scheme::{
+    Endpoint, ErrorKind, FetchOutcome, FetchRequest, Probe, Scheme, SchemeError, TimeoutPhase,
+    Validator,
+};
+use suppaftp::Mode;
+use tokio::io::AsyncReadExt;
+
+use crate::options::{FtpOptions, FtpsMode, StopMethod};
+use crate::pool::Pool;
+use crate::session::{self, is_stale, map_ftp, timed, Dialer, Facts, HostKey, Session, Transfer};
+
+/// Round trips a stop costs, as measured by `examples/preempt_cost.rs` against the reference
+/// origin through faultnet (see the crate README): the stop itself (drop-data or `ABOR`,
+/// until every owed reply is read) is about one RTT either way; the scheduler's "ready for the
+/// next range" also needs the next range's fresh `EPSV`/`PASV` round trip, which every FTP
+/// range pays and HTTP does not, so the declared cost is the sum.
+pub const PREEMPT_COST_RTT: f64 = 2.0;
+
+/// The FTP scheme: serves `ftp` and `ftps` (explicit, `AUTH TLS`).
+///
+/// * Probe: login (anonymous unless the URL or endpoint carries credentials), `TYPE I`,
+///   `FEAT` (is `REST` there?), `SIZE`, `MDTM`. The validator is `MDTM`, reported as
+///   [`Validator::Weak`]: whole seconds, set by whoever wrote the file, so it cannot prove two
+///   copies identical — only notice most replacements.
+/// * Fetch: `REST lo` (an explicit `REST 0` from byte 0) + `RETR`, reading at most
+///   `remaining()` bytes per read under the [`RangeBound`](hydra_scheme::RangeBound). A range
+///   that ends before the end of the file is stopped with [`FtpOptions::stop`]; the session
+///   then goes back to the pool with no reply owed.
+/// * Before `RETR`, a session that has not checked within [`FtpOptions::revalidate_after`]
+///   re-reads `SIZE` and `MDTM`: a file that changed is [`ErrorKind::ObjectChanged`].
+/// * Sessions are pooled per host and user, preferring the one the slot used last, with at
+///   most [`FtpOptions::max_sessions_per_host`] per host.
+pub struct FtpScheme {
+    options: FtpOptions,
+    dialer: Dialer,
+    tls: tokio_rustls::TlsConnector,
+    pool: Pool,
+    dialled: AtomicU64,
+    reused: AtomicU64,
+    stops: Mutex<Vec<StopRecord>>,
+}
+
+/// One early stop: how, and the reply codes consumed in arrival order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StopRecord {
+    /// The method used.
+    pub method: StopMethod,
+    /// The codes of the replies read (e.g. `[226, 426]` for libunftp after `ABOR`).
+    pub replies: Vec<u16>,
+}
+
+impl std::fmt::Debug for FtpScheme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FtpScheme")
+            .field("options", &self.options)
+            .field("idle", &self.pool.idle_count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FtpScheme {
+    /// Over TCP, or through `options.socks5` when set. Fails only when `extra_roots` holds an
+    /// unusable certificate.
+    pub fn new(options: FtpOptions) -> io::Result<Self> {
+        Ok(FtpScheme {
+            dialer: Dialer {
+                socks5: options.socks5.clone(),
+            },
+            tls: session::tls_connector(&options)?,
+            pool: Pool::new(options.max_sessions_per_host, options.pool_idle_timeout),
+            options,
+            dialled: AtomicU64::new(0),
+            reused: AtomicU64::new(0),
+            stops: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Idle pooled sessions.
+    pub fn idle_sessions(&self) -> usize {
+        self.pool.idle_count()
+    }
+
+    /// Sessions dialled so far (probe included).
+    pub fn sessions_dialled(&self) -> u64 {
+        self.dialled.load(Ordering::Relaxed)
+    }
+
+    /// Fetches that started on a pooled session.
+    pub fn sessions_reused(&self) -> u64 {
+        self.reused.load(Ordering::Relaxed)
+    }
+
+    /// Every early stop so far, oldest first.
+    pub fn stops(&self) -> Vec<StopRecord> {
+        self.stops.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn key(&self, ep: &Endpoint) -> Result<HostKey, ErrorKind> {
+        let tls = match ep.url_scheme() {
+            "ftp" => self.options.ftps == FtpsMode::Explicit,
+            "ftps" => true,
+            other => return Err(ErrorKind::Unsupported(format!("URL scheme {other}"))),
+        };
+        let port = ep.url().port().unwrap_or(21);
+        Ok(HostKey {
+            tls,
+            host: ep.host().to_owned(),
+            port,
+            user: ep
+                .credentials()
+                .map(|c| c.username.clone())
+                .unwrap_or_else(|| "anonymous".to_owned()),
+        })
+    }
+
+    async fn dial(&self, ep: &Endpoint, key: HostKey) -> Result<Session, ErrorKind> {
+        let permit = self
+            .pool
+            .admit(&key)
+            .ok_or(ErrorKind::Refused { retry_after: None })?;
+        self.dialled.fetch_add(1, Ordering::Relaxed);
+        session::open(ep, key, permit, &self.options, &self.dialer, &self.tls).await
+    }
+
+    async fn probe_inner(&self, ep: &Endpoint) -> Result<Probe, ErrorKind> {
+        let key = self.key(ep)?;
+        let path = ftp_path(ep)?;
+        let t0 = Instant::now();
+        let mut s = self.dial(ep, key).await?;
+        let connect = t0.elapsed();
+        let rt = self.options.reply_timeout;
+        let ranged = s.supports_rest(rt).await?;
+        let t1 = Instant::now();
+        let size = timed(rt, async { s.ftp.size(&path).await.map_err(map_ftp) }).await?;
+        let first_byte = t1.elapsed();
+        let facts = s.facts(&path, rt).await?;
+        if facts.size != size as u64 {
+            return Err(ErrorKind::ObjectChanged {
+                detail: format!("SIZE said {size} then {}", facts.size),
+            });
+        }
+        s.validated = Some(Instant::now());
+        self.pool.put(s, None);
+        Ok(Probe {
+            size: facts.size,
+            ranged,
+            validator: facts.mdtm.as_ref().map(|(m, _)| Validator::Weak(m.clone())),
+            last_modified: facts.mdtm.map(|(_, t)| t),
+            connect,
+            first_byte,
+        })
+    }
+
+    /// Validates (when due), sets the offset and sends `RETR`; returns the data connection
+    /// after the `150`.
+    async fn start_retr(
+        &self,
+        s: &mut Session,
+        path: &str,
+        start: u64,
+        expect: &Probe,
+    ) -> Result<Transfer, ErrorKind> {
+        let rt = self.options.reply_timeout;
+        let due = s
+            .validated
+            .is_none_or(|t| t.elapsed() >= self.options.revalidate_after);
+        if due {
+            let f = s.facts(path, rt).await?;
+            check_same(expect, &f)?;
+            s.validated = Some(Instant::now());
+        }
+        let offset = usize::try_from(start)
+            .map_err(|_| ErrorKind::Unsupported(format!("offset {start} on this platform")))?;
+        for attempt in 0..2 {
+            if start == 0 {
+                if expect.ranged {
+                    s.rest_zero(rt).await?;
+                }
+            } else {
+                s.ftp.resume_transfer(offset).await.map_err(map_ftp)?;
+            }
+            let r = timed(rt, async {
+                s.ftp.retr_as_stream(path).await.map_err(map_ftp)
+            })
+            .await;
+            match r {
+                // A server without EPSV says 500/502 to it: fall back to PASV once.
+                Err(ErrorKind::Protocol(m))
+                    if attempt == 0
+                        && self.options.passive == crate::Passive::Epsv
+                        && (m.starts_with("FTP reply 500") || m.starts_with("FTP reply 502")) =>
+                {
+                    s.ftp.set_mode(Mode::Passive);
+                }
+                other => return other,
+            }
+        }
+        Err(ErrorKind::Protocol("neither EPSV nor PASV accepted".into()))
+    }
+
+    async fn fetch_inner(&self, req: &mut FetchRequest) -> Result<FetchOutcome, ErrorKind> {
+        if req.writer.remaining() == 0 {
+            return Ok(req.writer.outcome_at_bound());
+        }
+        let start = req.writer.offset();
+        let expect = req.expect.clone();
+        if !expect.ranged && start != 0 {
+            return Err(ErrorKind::RangeIgnored);
+        }
+        let ep = req.endpoint.clone();
+        let key = self.key(&ep)?;
+        let path = ftp_path(&ep)?;
+        let mut allow_pooled = true;
+        let (mut s, mut transfer) = loop {
+            let pooled = if allow_pooled {
+                self.pool.take(&key, Some(req.slot))
+            } else {
+                None
+            };
+            let reused = pooled.is_some();
+            let mut s = match pooled {
+                Some(s) => {
+                    self.reused.fetch_add(1, Ordering::Relaxed);
+                    s
+                }
+                None => self.dial(&ep, key.clone()).await?,
+            };
+            req.writer.connected(reused);
+            match self.start_retr(&mut s, &path, start, &expect).await {
+                Ok(t) => break (s, t),
+                Err(e) if reused && is_stale(&e) => {
+                    tracing::debug!(error = %e, "pooled FTP session was stale; dialling");
+                    allow_pooled = false;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        req.writer.first_byte();
+        let size = expect.size;
+        let writer = &mut req.writer;
+        let idle = self.options.idle_read_timeout;
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut eof = false;
+        loop {
+            // The bound is checked before every read, and a read never asks for more than
+            // `remaining()` bytes: nothing past the bound is taken off the socket.
+            let remaining = writer.remaining();
+            if remaining == 0 {
+                break;
+            }
+            let want = buf
+                .len()
+                .min(usize::try_from(remaining).unwrap_or(usize::MAX));
+            let read = tokio::select! {
+                biased;
+                _ = writer.exhausted() => break,
+                r = tokio::time::timeout(idle, transfer.read(&mut buf[..want])) => r,
+            };
+            match read {
+                Err(_) => {
+                    return Err(ErrorKind::Timeout {
+                        phase: TimeoutPhase::IdleRead,
+                        after: idle,
+                    })
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "data connection failed");
+                    return Err(ErrorKind::Truncated {
+                        expected: writer.bound().hi(),
+                        got: writer.offset(),
+                    });
+                }
+                Ok(Ok(0)) => {
+                    eof = true;
+                    break;
+                }
+                Ok(Ok(n)) => {
+                    writer.write(&buf[..n]).map_err(ErrorKind::Sink)?;
+                }
+            }
+        }
+        let at = writer.offset();
+        let stop_timeout = self.options.stop_timeout;
+        if eof {
+            // The data connection ended before the range did.
+            let code = match tokio::time::timeout(stop_timeout, transfer.finish()).await {
+                Ok(Ok(())) => Some(226),
+                _ => None,
+            };
+            return Err(if code == Some(226) {
+                ErrorKind::ObjectChanged {
+                    detail: format!("transfer completed at byte {at}, the probe said {size}"),
+                }
+            } else {
+                ErrorKind::Truncated {
+                    expected: writer.bound().hi(),
+                    got: at,
+                }
+            });
+        }
+        if at >= size {
+            // The range ran to the end of the file: the next read must be the end of the data,
+            // then the 226.
+            let mut one = [0u8; 1];
+            match tokio::time::timeout(idle, transfer.read(&mut one)).await {
+                Ok(Ok(0)) => {}
+                Ok(Ok(_)) => {
+                    return Err(ErrorKind::ObjectChanged {
+                        detail: format!("data continues past byte {size}, the probe's size"),
+                    })
+                }
+                Ok(Err(_)) | Err(_) => {
+                    return Err(ErrorKind::Truncated {
+                        expected: size,
+                        got: at,
+                    })
+                }
+            }
+            match tokio::time::timeout(self.options.reply_timeout, transfer.finish()).await {
+                Ok(Ok(())) => self.pool.put(s, Some(req.slot)),
+                Ok(Err(e)) => tracing::debug!(error = %map_ftp(e), "transfer reply"),
+                Err(_) => tracing::debug!("no transfer reply in time; session dropped"),
+            }
+            return Ok(writer.outcome_at_bound());
+        }
+        // Stopped before the end of the file (the range's end, or a shrink): stop the server.
+        let method = self.options.stop;
+        match s.stop(transfer, method, stop_timeout).await {
+            Ok(replies) => {
+                tracing::debug!(?method, ?replies, "transfer stopped");
+                self.stops
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(StopRecord { method, replies });
+                self.pool.put(s, Some(req.slot));
+            }
+            Err(e) => tracing::debug!(error = %e, "stopping failed; session dropped"),
+        }
+        Ok(writer.outcome_at_bound())
+    }
+}
+
+/// The object is the one the probe saw: same `SIZE`, same `MDTM` when both have one.
+fn check_same(expect: &Probe, f: &Facts) -> Result<(), ErrorKind> {
+    if f.size != expect.size {
+        return Err(ErrorKind::ObjectChanged {
+            detail: format!("SIZE {} became {}", expect.size, f.size),
+        });
+    }
+    if let (Some(Validator::Weak(was)), Some((now, _))) = (&expect.validator, &f.mdtm) {
+        if was != now {
+            return Err(ErrorKind::ObjectChanged {
+                detail: format!("MDTM {was} became {now}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The path to send: the URL path, percent-decoded, relative to the login directory (RFC 1738:
+/// `ftp://host/a/b` is `a/b` from where the login lands). CR and LF are refused.
+fn ftp_path(ep: &Endpoint) -> Result<String, ErrorKind> {
+    let raw = ep.url().path();
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = |b: u8| (b as char).to_digit(16);
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    let path =
+        String::from_utf8(out).map_err(|_| ErrorKind::Unsupported("path is not UTF-8".into()))?;
+    if path.contains(['\r', '\n']) {
+        return Err(ErrorKind::Unsupported("path with CR or LF".into()));
+    }
+    let path = path.trim_start_matches('/').to_owned();
+    if path.is_empty() {
+        return Err(ErrorKind::Unsupported("URL names no file".into()));
+    }
+    Ok(path)
+}
+
+#[async_trait]
+impl Scheme for FtpScheme {
+    fn name(&self) -> &str {
+        "ftp"
+    }
+
+    fn url_schemes(&self) -> &[&'static str] {
+        &["ftp", "ftps"]
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            ranged: true,
+            client_bounded_ranges: false,
+            preempt_cost_rtt: PREEMPT_COST_RTT,
+            has_validators: false,
+            pipelined: false,
+            max_connections_per_host: Some(self.options.max_sessions_per_host.max(1)),
+        }
+    }
+
+    async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
+        self.probe_inner(endpoint)
+            .await
+            .map_err(|k| SchemeError::new(endpoint, k))
+    }
+
+    async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
+        match self.fetch_inner(&mut request).await {
+            Ok(o) => o,
+            Err(kind) => FetchOutcome::Failed(SchemeError::new(&request.endpoint, kind)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_path_is_decoded_and_relative_to_the_login_directory() {
+        let ep = Endpoint::parse("ftp://h/dir/a%20b.bin").unwrap();
+        assert_eq!(ftp_path(&ep).unwrap(), "dir/a b.bin");
+        let ep = Endpoint::parse("ftp://h/x%0d%0aDELE%20y").unwrap();
+        assert!(ftp_path(&ep).is_err());
+        assert!(ftp_path(&Endpoint::parse("ftp://h/").unwrap()).is_err());
+    }
+}

@@ -1,0 +1,430 @@
+//! One FTP session (a logged-in control connection) on suppaftp, and the FTP-reply to
+//! [`ErrorKind`] mapping.
+
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use hydra_scheme::{Endpoint, ErrorKind, TimeoutPhase};
+use suppaftp::tokio::{AsyncRustlsConnector, AsyncRustlsFtpStream, TransferStream};
+use suppaftp::types::{FileType, Response};
+use suppaftp::{FtpError, FtpResult, Mode, Status};
+use tokio::net::TcpStream;
+use tokio::sync::OwnedSemaphorePermit;
+
+use crate::options::{FtpOptions, Passive, PasvHost, Socks5Proxy, StopMethod};
+
+/// The suppaftp client type. One type for plain and TLS sessions: a plain session simply never
+/// calls `into_secure`.
+pub(crate) type Ftp = AsyncRustlsFtpStream;
+/// A running `RETR`'s data connection.
+pub(crate) type Transfer = TransferStream<suppaftp::tokio::AsyncRustlsStream>;
+
+/// Marker put in the io error a passive stream builder returns for a refused `227` host, so
+/// the error can be told from a plain connect failure.
+const BOUNCE_MARK: &str = "passive reply names another host";
+
+/// Which server a session talks to, and as whom.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct HostKey {
+    pub tls: bool,
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+}
+
+/// A logged-in control connection.
+pub(crate) struct Session {
+    pub ftp: Ftp,
+    pub key: HostKey,
+    /// When `SIZE`/`MDTM` were last checked against the probe on this session.
+    pub validated: Option<Instant>,
+    /// Holds one of the host's session slots for as long as the session lives.
+    pub _permit: OwnedSemaphorePermit,
+}
+
+/// What `SIZE`, `MDTM` and `FEAT` said.
+#[derive(Debug, Clone)]
+pub(crate) struct Facts {
+    pub size: u64,
+    /// `MDTM` as sent (`YYYYMMDDhhmmss`), and as a time.
+    pub mdtm: Option<(String, SystemTime)>,
+}
+
+/// Opens TCP streams to the control and data ports: directly or through SOCKS5. suppaftp
+/// needs a `tokio::net::TcpStream` for both, so the SOCKS5 handshake is run on one and the
+/// stream handed over once the tunnel is up (`Socks5Stream::into_inner`).
+#[derive(Debug, Clone)]
+pub(crate) struct Dialer {
+    pub socks5: Option<Socks5Proxy>,
+}
+
+impl Dialer {
+    pub async fn dial(&self, host: &str, port: u16) -> io::Result<TcpStream> {
+        let stream = match &self.socks5 {
+            None => TcpStream::connect((host, port)).await?,
+            Some(p) => {
+                use tokio_socks::tcp::Socks5Stream;
+                let socket = TcpStream::connect((p.proxy.host.as_str(), p.proxy.port)).await?;
+                let map = |e: tokio_socks::Error| match e {
+                    tokio_socks::Error::Io(e) => e,
+                    other => io::Error::new(
+                        io::ErrorKind::ConnectionRefused,
+                        format!("SOCKS5 proxy {}: {other}", p.proxy),
+                    ),
+                };
+                let s = match &p.credentials {
+                    Some(c) => Socks5Stream::connect_with_password_and_socket(
+                        socket,
+                        (host, port),
+                        &c.username,
+                        &c.password,
+                    )
+                    .await
+                    .map_err(map)?,
+                    None => Socks5Stream::connect_with_socket(socket, (host, port))
+                        .await
+                        .map_err(map)?,
+                };
+                s.into_inner()
+            }
+        };
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    }
+}
+
+/// The passive stream builder: where the data connection goes.
+///
+/// * Direct: to the reply's address, if it is the control connection's peer; otherwise per
+///   [`PasvHost`] (refused by default: FTP bounce). `EPSV` always names the peer.
+/// * SOCKS5: to the endpoint's host name (resolved by the proxy) at the reply's port only —
+///   the reply's host is never used, so no bounce is possible.
+fn passive_builder(
+    dialer: Dialer,
+    host: String,
+    peer: IpAddr,
+    policy: PasvHost,
+) -> impl Fn(SocketAddr) -> Pin<Box<dyn Future<Output = FtpResult<TcpStream>> + Send + Sync>>
+       + Send
+       + Sync
+       + 'static {
+    move |addr: SocketAddr| {
+        let dialer = dialer.clone();
+        let host = host.clone();
+        // Spawned so that the returned future is Sync whatever the connect futures are.
+        let task = tokio::spawn(async move {
+            if dialer.socks5.is_some() {
+                return dialer.dial(&host, addr.port()).await;
+            }
+            let target = if addr.ip() == peer {
+                addr
+            } else {
+                match policy {
+                    PasvHost::Allow => addr,
+                    PasvHost::UseControlHost => SocketAddr::new(peer, addr.port()),
+                    PasvHost::Refuse => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::PermissionDenied,
+                            format!("{BOUNCE_MARK} ({}, control peer {peer})", addr.ip()),
+                        ))
+                    }
+                }
+            };
+            let s = TcpStream::connect(target).await?;
+            s.set_nodelay(true)?;
+            Ok(s)
+        });
+        Box::pin(async move {
+            match task.await {
+                Ok(r) => r.map_err(FtpError::ConnectionError),
+                Err(e) => Err(FtpError::ConnectionError(io::Error::other(e))),
+            }
+        })
+    }
+}
+
+/// Builds the rustls connector for FTPS (ring provider, `webpki-roots` plus `extra_roots`).
+/// The same config serves the control and every data connection, so TLS sessions resume
+/// (servers that require session reuse on the data connection accept it).
+pub(crate) fn tls_connector(options: &FtpOptions) -> io::Result<tokio_rustls::TlsConnector> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    for c in &options.extra_roots {
+        roots.add(c.clone()).map_err(io::Error::other)?;
+    }
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(io::Error::other)?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+/// Dials, reads the greeting, runs `AUTH TLS` when asked, logs in and sets `TYPE I` — all
+/// within `connect_timeout`.
+pub(crate) async fn open(
+    ep: &Endpoint,
+    key: HostKey,
+    permit: OwnedSemaphorePermit,
+    options: &FtpOptions,
+    dialer: &Dialer,
+    tls: &tokio_rustls::TlsConnector,
+) -> Result<Session, ErrorKind> {
+    let setup = async {
+        let tcp = dialer
+            .dial(&key.host, key.port)
+            .await
+            .map_err(ErrorKind::Io)?;
+        let peer = tcp.peer_addr().map_err(ErrorKind::Io)?.ip();
+        let mut ftp = Ftp::connect_with_stream(tcp).await.map_err(map_ftp)?;
+        if key.tls {
+            let connector = AsyncRustlsConnector::from(tls.clone());
+            ftp = ftp
+                .into_secure(connector, &key.host)
+                .await
+                .map_err(map_ftp)?;
+        }
+        ftp = ftp.passive_stream_builder(passive_builder(
+            dialer.clone(),
+            key.host.clone(),
+            peer,
+            options.pasv_host,
+        ));
+        ftp.set_mode(match options.passive {
+            Passive::Pasv => Mode::Passive,
+            Passive::Epsv => Mode::ExtendedPassive,
+        });
+        let (user, pass) = match ep.credentials() {
+            Some(c) => (c.username.clone(), c.password.clone()),
+            None => ("anonymous".to_owned(), options.anonymous_password.clone()),
+        };
+        ftp.login(user.as_str(), pass.as_str())
+            .await
+            .map_err(map_ftp)?;
+        ftp.transfer_type(FileType::Binary).await.map_err(map_ftp)?;
+        Ok::<_, ErrorKind>(ftp)
+    };
+    let ftp = tokio::time::timeout(options.connect_timeout, setup)
+        .await
+        .map_err(|_| ErrorKind::Timeout {
+            phase: TimeoutPhase::Connect,
+            after: options.connect_timeout,
+        })??;
+    Ok(Session {
+        ftp,
+        key,
+        validated: None,
+        _permit: permit,
+    })
+}
+
+/// Runs `f` under the reply timeout.
+pub(crate) async fn timed<T>(
+    after: Duration,
+    f: impl Future<Output = Result<T, ErrorKind>>,
+) -> Result<T, ErrorKind> {
+    tokio::time::timeout(after, f)
+        .await
+        .map_err(|_| ErrorKind::Timeout {
+            phase: TimeoutPhase::FirstByte,
+            after,
+        })?
+}
+
+impl Session {
+    /// `SIZE` and `MDTM` of `path`. `SIZE` is required; a refused `MDTM` leaves it unknown.
+    pub async fn facts(&mut self, path: &str, after: Duration) -> Result<Facts, ErrorKind> {
+        let size = timed(after, async { self.ftp.size(path).await.map_err(map_ftp) }).await?;
+        let mdtm = timed(after, async {
+            match self.ftp.mdtm(path).await {
+                Ok(t) => Ok(Some(t)),
+                Err(FtpError::UnexpectedResponse(r)) if r.status.code() >= 500 => Ok(None),
+                Err(e) => Err(map_ftp(e)),
+            }
+        })
+        .await?;
+        let mdtm = mdtm.map(|t| {
+            let secs = t.and_utc().timestamp();
+            let when = if secs >= 0 {
+                SystemTime::UNIX_EPOCH + Duration::from_secs(secs.unsigned_abs())
+            } else {
+                SystemTime::UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs())
+            };
+            (t.format("%Y%m%d%H%M%S").to_string(), when)
+        });
+        Ok(Facts {
+            size: size as u64,
+            mdtm,
+        })
+    }
+
+    /// Whether the server takes `REST`: `FEAT` lists it, or (no `FEAT`) a `REST 0` is accepted.
+    pub async fn supports_rest(&mut self, after: Duration) -> Result<bool, ErrorKind> {
+        let feat = timed(after, async {
+            match self.ftp.feat().await {
+                Ok(f) => Ok(Some(f)),
+                Err(FtpError::UnexpectedResponse(_)) => Ok(None),
+                Err(e) => Err(map_ftp(e)),
+            }
+        })
+        .await?;
+        if let Some(f) = feat {
+            if f.keys().any(|k| k.eq_ignore_ascii_case("REST")) {
+                return Ok(true);
+            }
+        }
+        self.rest_zero(after).await
+    }
+
+    /// Sends `REST 0`. suppaftp sends no `REST` for offset 0, but a server may still hold the
+    /// offset of an aborted transfer (libunftp resets it only after a successful `RETR`), so a
+    /// range from byte 0 must reset it explicitly. Returns whether the server accepted it.
+    pub async fn rest_zero(&mut self, after: Duration) -> Result<bool, ErrorKind> {
+        timed(after, async {
+            match self
+                .ftp
+                .custom_command("REST 0", &[Status::RequestFilePending])
+                .await
+            {
+                Ok(_) => Ok(true),
+                Err(FtpError::UnexpectedResponse(r)) if r.status.code() >= 500 => Ok(false),
+                Err(e) => Err(map_ftp(e)),
+            }
+        })
+        .await
+    }
+
+    /// Stops a running transfer before its end so that the control connection is in a known
+    /// state (no reply owed). Returns the codes of the replies consumed, in arrival order.
+    ///
+    /// * [`StopMethod::DropData`]: `TransferStream::finish` closes the data socket (unread
+    ///   data turns the close into a reset, so the server's next write fails) and reads the
+    ///   one reply the `RETR` owes, whatever its code.
+    /// * [`StopMethod::Abor`]: `ABOR` is written first; then the data socket is closed and the
+    ///   two owed replies (`RETR`'s and `ABOR`'s) are read in any order — RFC 959's
+    ///   `426`-then-`226`, libunftp's `226`-then-`426`, or `226`+`225` when the transfer had
+    ///   already ended. suppaftp's own `abort()` is not used: it reads a second reply only when
+    ///   the first is `426`, so libunftp's order leaves a `426` unread that the next command
+    ///   would take as its own reply.
+    pub async fn stop(
+        &mut self,
+        transfer: Transfer,
+        method: StopMethod,
+        after: Duration,
+    ) -> Result<Vec<u16>, ErrorKind> {
+        let stopping = async {
+            match method {
+                StopMethod::DropData => Ok(vec![reply_code(transfer.finish().await)?]),
+                StopMethod::Abor => {
+                    // Unconstrained: the read loop may have spent the task's coop budget, and
+                    // a budget-limited first poll could return before writing ABOR.
+                    let abor =
+                        tokio::task::unconstrained(self.ftp.custom_command("ABOR", ANY_FINAL));
+                    tokio::pin!(abor);
+                    // The first poll takes the (uncontended) control lock and writes ABOR; the
+                    // lock is then held until the first reply, so `finish` below, which closes
+                    // the data socket at once, reads strictly the second reply. (Were ABOR
+                    // written later, the count would still hold: two replies are owed either
+                    // way; only which is which would change.)
+                    let first = tokio::select! {
+                        biased;
+                        r = &mut abor => Some(r),
+                        _ = std::future::ready(()) => None,
+                    };
+                    let (a, b) = match first {
+                        Some(r) => (r, transfer.finish().await),
+                        None => tokio::join!(abor, transfer.finish()),
+                    };
+                    let a = match a {
+                        Ok(resp) => Ok(code(&resp)),
+                        Err(e) => reply_code(Err(e)),
+                    };
+                    Ok(vec![a?, reply_code(b)?])
+                }
+            }
+        };
+        tokio::time::timeout(after, stopping)
+            .await
+            .map_err(|_| ErrorKind::Timeout {
+                phase: TimeoutPhase::FirstByte,
+                after,
+            })?
+    }
+}
+
+/// Every final reply code a transfer or `ABOR` may end with (suppaftp needs a list; codes
+/// outside it are still consumed and come back as `UnexpectedResponse`).
+const ANY_FINAL: &[Status] = &[
+    Status::ClosingDataConnection,
+    Status::DataConnectionOpen,
+    Status::RequestedFileActionOk,
+    Status::TransferAborted,
+    Status::ActionAborted,
+];
+
+/// The code of a consumed reply: `Ok` is a 226 or 250 (suppaftp checked it; reported as 226), an
+/// `UnexpectedResponse` was consumed too; anything else means the connection is unusable.
+fn reply_code(r: FtpResult<()>) -> Result<u16, ErrorKind> {
+    match r {
+        Ok(()) => Ok(226),
+        Err(FtpError::UnexpectedResponse(resp)) => Ok(code(&resp)),
+        Err(e) => Err(map_ftp(e)),
+    }
+}
+
+fn code(r: &Response) -> u16 {
+    u16::try_from(r.status.code()).unwrap_or(u16::MAX)
+}
+
+/// The reply's text after the code, for messages (never contains what we sent: servers echo
+/// paths at most, and credentials are never in a path we send).
+fn reply_text(r: &Response) -> String {
+    let s = String::from_utf8_lossy(&r.body);
+    let first = s.lines().next().unwrap_or_default();
+    first.get(4..).unwrap_or_default().trim().to_owned()
+}
+
+/// Maps a suppaftp error to the contract's [`ErrorKind`]:
+///
+/// * `421` (service not available) and `530` (not logged in: also how many servers say "too
+///   many users") → `Refused`: back off and retry later;
+/// * other 4xx (RFC 959's transient negative completion) → `Io` (transient);
+/// * 5xx (permanent negative completion) → `Protocol` with the code and text (fatal). The
+///   contract's `Status` variant is not used: it classifies 5xx as transient (HTTP's meaning);
+/// * a refused passive host → `Protocol` (fatal: the server points us elsewhere);
+/// * connection and TLS errors → `Io` / `Protocol` (certificate failures are fatal).
+pub(crate) fn map_ftp(e: FtpError) -> ErrorKind {
+    match e {
+        FtpError::UnexpectedResponse(r) => {
+            let c = code(&r);
+            let text = reply_text(&r);
+            match c {
+                421 | 530 => ErrorKind::Refused { retry_after: None },
+                400..=499 => ErrorKind::Io(io::Error::other(format!("FTP reply {c} {text}"))),
+                _ => ErrorKind::Protocol(format!("FTP reply {c} {text}")),
+            }
+        }
+        FtpError::ConnectionError(e) if e.to_string().contains(BOUNCE_MARK) => {
+            ErrorKind::Protocol(format!("{e}: refused (FTP bounce)"))
+        }
+        FtpError::ConnectionError(e) => ErrorKind::Io(e),
+        FtpError::SecureError(m) => ErrorKind::Protocol(format!("TLS: {m}")),
+        FtpError::BadResponse => ErrorKind::Protocol("unparsable FTP reply".into()),
+        other => ErrorKind::Protocol(other.to_string()),
+    }
+}
+
+/// True when an error on a pooled session means only that the session went stale (closed by
+/// the server while idle, or out of step): the fetch may retry once on a fresh one.
+pub(crate) fn is_stale(e: &ErrorKind) -> bool {
+    match e {
+        ErrorKind::Io(io) => !io.to_string().starts_with("FTP reply"),
+        ErrorKind::Protocol(m) => m.starts_with("FTP reply 2") || m.starts_with("unparsable"),
+        _ => false,
+    }
+}

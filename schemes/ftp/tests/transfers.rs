@@ -1,0 +1,490 @@
+//! Transfers against the libunftp reference origin and the scripted server. Loopback only,
+//! port 0, every wait bounded; assertions on bytes, counts and orderings only.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hydra_scheme::{
+    ByteRange, ConnId, Endpoint, ErrorKind, Failure, FetchEvent, FetchEventKind, FetchId,
+    FetchOutcome, FetchRequest, MemorySink, Probe, RangeBound, RangeSet, RangeWriter, Scheme, Sink,
+};
+use hydra_scheme_ftp::origin::{object_bytes, AbortOrder, Origin, OriginConfig, Script, Scripted};
+use hydra_scheme_ftp::{FtpOptions, FtpScheme, Passive, PasvHost, StopMethod};
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+async fn bounded<F: std::future::Future>(f: F) -> F::Output {
+    tokio::time::timeout(LIMIT, f)
+        .await
+        .expect("step exceeded its bound")
+}
+
+fn options() -> FtpOptions {
+    FtpOptions {
+        connect_timeout: Duration::from_secs(5),
+        reply_timeout: Duration::from_secs(5),
+        idle_read_timeout: Duration::from_secs(5),
+        ..FtpOptions::default()
+    }
+}
+
+fn scheme(o: FtpOptions) -> Arc<FtpScheme> {
+    Arc::new(FtpScheme::new(o).expect("scheme"))
+}
+
+async fn origin(size: u64, seed: u64) -> Origin {
+    Origin::start(OriginConfig {
+        size,
+        seed,
+        ftps: None,
+    })
+    .await
+    .expect("origin")
+}
+
+async fn probe(s: &FtpScheme, url: &str) -> Probe {
+    bounded(s.probe(&Endpoint::parse(url).unwrap()))
+        .await
+        .expect("probe")
+}
+
+/// Fetches `range`; when `lower_to` is set, the bound is lowered to it from inside the
+/// observer on the first bytes written (so the shrink lands mid-transfer, deterministically).
+async fn fetch(
+    s: &Arc<FtpScheme>,
+    url: &str,
+    expect: &Probe,
+    range: ByteRange,
+    slot: u16,
+    sink: &Arc<MemorySink>,
+    lower_to: Option<u64>,
+) -> FetchOutcome {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let fetch = FetchId(NEXT.fetch_add(1, Ordering::SeqCst));
+    let bound = Arc::new(RangeBound::new(range));
+    let b = bound.clone();
+    let once = AtomicBool::new(false);
+    let observer = Arc::new(move |e: FetchEvent| {
+        if let (FetchEventKind::Bytes { .. }, Some(hi)) = (e.kind, lower_to) {
+            if !once.swap(true, Ordering::SeqCst) {
+                b.lower(hi);
+            }
+        }
+    });
+    let writer = RangeWriter::new(fetch, bound, sink.clone(), observer);
+    let req = FetchRequest {
+        endpoint: Arc::new(Endpoint::parse(url).unwrap()),
+        expect: expect.clone(),
+        slot: ConnId(slot),
+        writer,
+    };
+    bounded(s.fetch(req)).await
+}
+
+#[tokio::test]
+async fn a_range_is_fetched_byte_exact_with_rest() {
+    let size = 1_000_000;
+    let o = origin(size, 7).await;
+    let s = scheme(options());
+    let p = probe(&s, &o.url()).await;
+    assert_eq!(p.size, size);
+    assert!(p.ranged);
+    assert!(matches!(
+        p.validator,
+        Some(hydra_scheme::Validator::Weak(_))
+    ));
+    let sink = Arc::new(MemorySink::new(size as usize));
+    for (i, r) in [
+        ByteRange::new(12_345, 300_000),
+        ByteRange::new(size - 1000, size),
+        ByteRange::new(0, 12_345),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let out = fetch(&s, &o.url(), &p, r, i as u16, &sink, None).await;
+        assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
+        assert_eq!(&sink.contents()[r.lo as usize..r.hi as usize], o.content(r));
+    }
+    let mut want = RangeSet::from_range(ByteRange::new(0, 300_000));
+    want.insert(ByteRange::new(size - 1000, size));
+    assert_eq!(sink.written(), want);
+    assert_eq!(sink.overlap_bytes(), 0);
+    // One session carried the probe and all three ranges.
+    assert_eq!(s.sessions_dialled(), 1);
+    assert_eq!(s.sessions_reused(), 3);
+}
+
+#[tokio::test]
+async fn lowering_the_bound_stops_the_data_transfer_and_the_control_connection_is_reused() {
+    let size = 8 << 20;
+    let o = origin(size, 11).await;
+    for method in [StopMethod::DropData, StopMethod::Abor] {
+        let s = scheme(FtpOptions {
+            stop: method,
+            ..options()
+        });
+        let p = probe(&s, &o.url()).await;
+        let sink = Arc::new(MemorySink::new(size as usize));
+        let out = fetch(
+            &s,
+            &o.url(),
+            &p,
+            ByteRange::new(0, size),
+            0,
+            &sink,
+            Some(100_000),
+        )
+        .await;
+        assert!(matches!(out, FetchOutcome::Shrunk), "{method:?}: {out:?}");
+        let got = sink.written();
+        let end = got.iter().next().map(|r| r.hi).unwrap_or(0);
+        assert!(
+            end >= 100_000 && end < size,
+            "{method:?}: wrote up to {end}"
+        );
+        assert_eq!(got, RangeSet::from_range(ByteRange::new(0, end)));
+        assert_eq!(
+            &sink.contents()[..end as usize],
+            object_bytes(11, ByteRange::new(0, end))
+        );
+        let stops = s.stops();
+        assert_eq!(stops.len(), 1, "{method:?}");
+        assert_eq!(stops[0].method, method);
+        let want = if method == StopMethod::Abor { 2 } else { 1 };
+        assert_eq!(stops[0].replies.len(), want, "{method:?}: {stops:?}");
+        // The same control connection carries the next range, from the right offset.
+        let r = ByteRange::new(end, end + 50_000);
+        let out = fetch(&s, &o.url(), &p, r, 0, &sink, None).await;
+        assert!(
+            matches!(out, FetchOutcome::Completed),
+            "{method:?}: {out:?}"
+        );
+        assert_eq!(
+            &sink.contents()[r.lo as usize..r.hi as usize],
+            object_bytes(11, r)
+        );
+        assert_eq!(s.sessions_dialled(), 1, "{method:?}");
+        assert_eq!(sink.overlap_bytes(), 0);
+        // A range from byte 0 after a stopped REST range starts at 0 (explicit REST 0).
+        let r0 = ByteRange::new(0, 1000);
+        let sink0 = Arc::new(MemorySink::new(size as usize));
+        let out = fetch(&s, &o.url(), &p, r0, 0, &sink0, None).await;
+        assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
+        assert_eq!(&sink0.contents()[..1000], object_bytes(11, r0));
+        assert_eq!(s.sessions_dialled(), 1, "{method:?}");
+    }
+}
+
+#[tokio::test]
+async fn both_abort_reply_orders_leave_the_control_connection_usable() {
+    // Large enough that the server is still sending (blocked on a full socket) when the
+    // range ends; the scripted server generates it on the fly.
+    let size = 1 << 30;
+    for order in [AbortOrder::Rfc426Then226, AbortOrder::Unftp226Then426] {
+        for method in [StopMethod::Abor, StopMethod::DropData] {
+            let srv = Scripted::start(Script {
+                abort_order: order,
+                ..Script::new(size, 3)
+            })
+            .await
+            .unwrap();
+            let s = scheme(FtpOptions {
+                stop: method,
+                ..options()
+            });
+            let p = probe(&s, &srv.url()).await;
+            let sink = Arc::new(MemorySink::new(2000));
+            for (i, r) in [ByteRange::new(0, 1000), ByteRange::new(1000, 2000)]
+                .into_iter()
+                .enumerate()
+            {
+                let out = fetch(&s, &srv.url(), &p, r, 0, &sink, None).await;
+                assert!(
+                    matches!(out, FetchOutcome::Completed),
+                    "{order:?} {method:?} range {i}: {out:?}"
+                );
+            }
+            assert_eq!(
+                &sink.contents()[..2000],
+                object_bytes(3, ByteRange::new(0, 2000))
+            );
+            assert_eq!(s.sessions_dialled(), 1, "{order:?} {method:?}");
+            let stops = s.stops();
+            assert_eq!(stops.len(), 2);
+            if method == StopMethod::Abor {
+                let want = match order {
+                    AbortOrder::Rfc426Then226 => vec![426, 226],
+                    AbortOrder::Unftp226Then426 => vec![226, 426],
+                };
+                assert!(stops.iter().all(|s| s.replies == want), "{stops:?}");
+                assert_eq!(
+                    srv.commands().iter().filter(|c| *c == "ABOR").count(),
+                    2,
+                    "{:?}",
+                    srv.commands()
+                );
+            } else {
+                assert!(stops.iter().all(|s| s.replies.len() == 1), "{stops:?}");
+                assert!(!srv.commands().iter().any(|c| c == "ABOR"));
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_227_pointing_elsewhere_is_refused() {
+    let srv = Scripted::start(Script {
+        pasv_host: Some(std::net::Ipv4Addr::new(192, 0, 2, 1)),
+        ..Script::new(10_000, 5)
+    })
+    .await
+    .unwrap();
+    let s = scheme(FtpOptions {
+        passive: Passive::Pasv,
+        ..options()
+    });
+    let p = probe(&s, &srv.url()).await;
+    let sink = Arc::new(MemorySink::new(10_000));
+    let out = fetch(
+        &s,
+        &srv.url(),
+        &p,
+        ByteRange::new(0, 10_000),
+        0,
+        &sink,
+        None,
+    )
+    .await;
+    let e = out.error().expect("refused");
+    assert!(
+        matches!(&e.kind, ErrorKind::Protocol(m) if m.contains("bounce")),
+        "{e}"
+    );
+    assert_eq!(e.failure_kind(), Failure::Fatal);
+    assert_eq!(srv.data_connections(), 0);
+    assert_eq!(sink.written(), RangeSet::new());
+    // With the NAT workaround the reply's port is used on the control host.
+    let s = scheme(FtpOptions {
+        passive: Passive::Pasv,
+        pasv_host: PasvHost::UseControlHost,
+        ..options()
+    });
+    let out = fetch(
+        &s,
+        &srv.url(),
+        &p,
+        ByteRange::new(0, 10_000),
+        0,
+        &sink,
+        None,
+    )
+    .await;
+    assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
+    assert_eq!(sink.contents(), object_bytes(5, ByteRange::new(0, 10_000)));
+}
+
+#[tokio::test]
+async fn a_server_without_epsv_is_served_with_pasv() {
+    let srv = Scripted::start(Script {
+        no_epsv: true,
+        ..Script::new(5000, 9)
+    })
+    .await
+    .unwrap();
+    let s = scheme(options());
+    let p = probe(&s, &srv.url()).await;
+    let sink = Arc::new(MemorySink::new(5000));
+    let out = fetch(
+        &s,
+        &srv.url(),
+        &p,
+        ByteRange::new(100, 5000),
+        0,
+        &sink,
+        None,
+    )
+    .await;
+    assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
+    assert_eq!(
+        &sink.contents()[100..],
+        object_bytes(9, ByteRange::new(100, 5000))
+    );
+    let cmds = srv.commands();
+    let epsv = cmds.iter().position(|c| c == "EPSV").expect("EPSV tried");
+    let pasv = cmds.iter().position(|c| c == "PASV").expect("PASV after");
+    assert!(epsv < pasv, "{cmds:?}");
+    // REST is resent for the retried RETR, right before it.
+    let retr = cmds.iter().position(|c| c.starts_with("RETR")).unwrap();
+    assert_eq!(cmds[retr - 1], "REST 100", "{cmds:?}");
+}
+
+#[tokio::test]
+async fn a_replaced_file_is_an_error_not_a_mixed_file() {
+    let size = 200_000;
+    let o = origin(size, 21).await;
+    let s = scheme(FtpOptions {
+        revalidate_after: Duration::ZERO,
+        ..options()
+    });
+    let p = probe(&s, &o.url()).await;
+    let sink = Arc::new(MemorySink::new(size as usize));
+    let first = ByteRange::new(0, 100_000);
+    let out = fetch(&s, &o.url(), &p, first, 0, &sink, None).await;
+    assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
+    // Same size, new content and MDTM.
+    o.replace_object(22, size).unwrap();
+    let out = fetch(
+        &s,
+        &o.url(),
+        &p,
+        ByteRange::new(100_000, size),
+        0,
+        &sink,
+        None,
+    )
+    .await;
+    let e = out.error().expect("object changed");
+    assert!(matches!(e.kind, ErrorKind::ObjectChanged { .. }), "{e}");
+    assert_eq!(e.failure_kind(), Failure::Fatal);
+    assert_eq!(sink.written(), RangeSet::from_range(first));
+    // A new size is caught too, on a fresh session.
+    o.replace_object(23, size + 1).unwrap();
+    let s2 = scheme(options());
+    let out = fetch(
+        &s2,
+        &o.url(),
+        &p,
+        ByteRange::new(100_000, size),
+        0,
+        &sink,
+        None,
+    )
+    .await;
+    assert!(
+        matches!(
+            out.error().map(|e| &e.kind),
+            Some(ErrorKind::ObjectChanged { .. })
+        ),
+        "{out:?}"
+    );
+    assert_eq!(sink.written(), RangeSet::from_range(first));
+}
+
+#[tokio::test]
+async fn credentials_never_appear_in_errors() {
+    let srv = Scripted::start(Script {
+        login: Some(("alice".into(), "s3cret-pw".into())),
+        ..Script::new(1000, 1)
+    })
+    .await
+    .unwrap();
+    let s = scheme(options());
+    let port = srv.addr().port();
+    // Wrong password: 530, a refusal (backoff), without the credentials in the error.
+    let bad =
+        Endpoint::parse(&format!("ftp://alice:wr0ng-pw@127.0.0.1:{port}/object.bin")).unwrap();
+    let e = bounded(s.probe(&bad)).await.expect_err("530");
+    assert_eq!(e.failure_kind(), Failure::Refused { retry_after: None });
+    // Right password, missing file: 550, fatal, without the credentials.
+    let good = Endpoint::parse(&format!(
+        "ftp://alice:s3cret-pw@127.0.0.1:{port}/missing.bin"
+    ))
+    .unwrap();
+    let e2 = bounded(s.probe(&good)).await.expect_err("550");
+    assert_eq!(e2.failure_kind(), Failure::Fatal);
+    for shown in [
+        format!("{e} {e:?}"),
+        format!("{e2} {e2:?}"),
+        format!("{s:?}"),
+    ] {
+        assert!(!shown.contains("wr0ng-pw"), "{shown}");
+        assert!(!shown.contains("s3cret-pw"), "{shown}");
+        assert!(!shown.contains("alice"), "{shown}");
+    }
+    assert!(srv.commands().contains(&"USER alice".to_owned()));
+}
+
+#[tokio::test]
+async fn a_421_greeting_is_a_refusal() {
+    let srv = Scripted::start(Script {
+        refuse_greeting: true,
+        ..Script::new(1000, 1)
+    })
+    .await
+    .unwrap();
+    let s = scheme(options());
+    let e = bounded(s.probe(&Endpoint::parse(&srv.url()).unwrap()))
+        .await
+        .expect_err("421");
+    assert_eq!(e.failure_kind(), Failure::Refused { retry_after: None });
+}
+
+#[tokio::test]
+async fn a_cut_data_connection_is_truncated_and_keeps_what_arrived() {
+    let srv = Scripted::start(Script {
+        truncate_after: Some(3000),
+        ..Script::new(10_000, 4)
+    })
+    .await
+    .unwrap();
+    let s = scheme(options());
+    let p = probe(&s, &srv.url()).await;
+    let sink = Arc::new(MemorySink::new(10_000));
+    let out = fetch(
+        &s,
+        &srv.url(),
+        &p,
+        ByteRange::new(1000, 10_000),
+        0,
+        &sink,
+        None,
+    )
+    .await;
+    let e = out.error().expect("truncated");
+    assert!(
+        matches!(
+            e.kind,
+            ErrorKind::Truncated {
+                expected: 10_000,
+                got: 4000
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(e.failure_kind(), Failure::Transient);
+    assert_eq!(
+        sink.written(),
+        RangeSet::from_range(ByteRange::new(1000, 4000))
+    );
+    assert_eq!(
+        &sink.contents()[1000..4000],
+        object_bytes(4, ByteRange::new(1000, 4000))
+    );
+}
+
+#[tokio::test]
+async fn the_per_host_ceiling_refuses_a_session_past_it() {
+    let srv = Scripted::start(Script::new(100_000, 2)).await.unwrap();
+    let s = scheme(FtpOptions {
+        max_sessions_per_host: 1,
+        ..options()
+    });
+    assert_eq!(s.capabilities().max_connections_per_host, Some(1));
+    let p = probe(&s, &srv.url()).await;
+    // The probe's idle session is the one session; a fetch reuses it.
+    let sink = Arc::new(MemorySink::new(100_000));
+    let out = fetch(
+        &s,
+        &srv.url(),
+        &p,
+        ByteRange::new(0, 100_000),
+        0,
+        &sink,
+        None,
+    )
+    .await;
+    assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
+    assert_eq!(s.sessions_dialled(), 1);
+}
