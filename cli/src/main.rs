@@ -1,6 +1,9 @@
 //! `hydra` — multi-source, multi-protocol range downloads.
 #![forbid(unsafe_code)]
 
+mod demo;
+mod exit;
+mod get;
 mod sim;
 
 use clap::{Parser, Subcommand};
@@ -17,13 +20,32 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Download one object from every mirror given, at once.
+    Get(get::GetArgs),
+    /// A whole multi-mirror download on this machine: origins, emulated links, verification.
+    Demo(demo::DemoArgs),
     /// Run the scheduler in virtual time against the fluid oracle and the baselines.
     Sim(sim::SimArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HYDRA_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime starts")
+    };
     match cli.command {
         Command::Sim(a) => sim::main(a),
+        Command::Get(a) => runtime().block_on(get::main(a)).into(),
+        Command::Demo(a) => runtime().block_on(demo::main(a)).into(),
     }
 }
