@@ -1,6 +1,7 @@
 //! `hydra` — multi-source, multi-protocol range downloads.
 #![forbid(unsafe_code)]
 
+mod conformance;
 mod demo;
 mod exit;
 mod get;
@@ -26,6 +27,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run the scheduler in virtual time against the fluid oracle and the baselines.
     Sim(sim::SimArgs),
+    /// Run every registered scheme through the conformance suite.
+    Conformance(conformance::ConformanceArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,5 +50,6 @@ fn main() -> ExitCode {
         Command::Sim(a) => sim::main(a),
         Command::Get(a) => runtime().block_on(get::main(a)).into(),
         Command::Demo(a) => runtime().block_on(demo::main(a)).into(),
+        Command::Conformance(a) => runtime().block_on(conformance::main(a)).into(),
     }
 }
