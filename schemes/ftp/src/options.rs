@@ -66,7 +66,7 @@ pub struct Socks5Proxy {
 /// | `reply_timeout` | 15 s (command sent → its reply; `RETR` → `150`; data connection) |
 /// | `idle_read_timeout` | 20 s (between two data chunks) |
 /// | `stop_timeout` | 5 s (stopping a transfer early; past it the session is dropped) |
-/// | `stop` | [`StopMethod::DropData`] (measured: see the crate README) |
+/// | `stop` | [`StopMethod::DropData`] (measured cheaper: 0.58 vs 1.02 RTT, see the crate README) |
 /// | `passive` | [`Passive::Epsv`] then `PASV` when the server refuses `EPSV` |
 /// | `pasv_host` | [`PasvHost::Refuse`] |
 /// | `max_sessions_per_host` | 4 |

@@ -465,7 +465,7 @@ async fn a_cut_data_connection_is_truncated_and_keeps_what_arrived() {
 }
 
 #[tokio::test]
-async fn the_per_host_ceiling_refuses_a_session_past_it() {
+async fn the_per_host_ceiling_is_declared_and_one_session_serves_the_host() {
     let srv = Scripted::start(Script::new(100_000, 2)).await.unwrap();
     let s = scheme(FtpOptions {
         max_sessions_per_host: 1,
