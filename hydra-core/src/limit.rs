@@ -60,6 +60,8 @@ impl fmt::Display for LimitReason {
                 } else {
                     0.0
                 };
+                // No "-0 %": a change that rounds to nothing is nothing.
+                let added = if added.abs() < 0.5 { 0.0 } else { added };
                 let expected = 100.0 * (tried as f64 / chosen as f64 - 1.0);
                 let nth = ordinal(tried);
                 write!(

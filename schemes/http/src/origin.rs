@@ -151,7 +151,18 @@ impl Drop for Origin {
 impl Origin {
     /// Binds 127.0.0.1:0 and starts serving.
     pub async fn start(config: OriginConfig) -> io::Result<Origin> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        Self::start_on("127.0.0.1:0", config).await
+    }
+
+    /// Starts the origin on `addr`, which must be a loopback address.
+    pub async fn start_on(addr: &str, config: OriginConfig) -> io::Result<Origin> {
+        let listener = TcpListener::bind(addr).await?;
+        if !listener.local_addr()?.ip().is_loopback() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the reference origin listens on loopback only",
+            ));
+        }
         let addr = listener.local_addr()?;
         let state = Arc::new(State {
             object: Mutex::new(Object::new(config.seed, config.size, 0)),
