@@ -1,23 +1,27 @@
-//! `hydra demo`: a whole multi-mirror download on this machine, with nothing to set up.
+//! `hydra demo`: a whole multi-protocol, multi-mirror download on this machine, with nothing to
+//! set up and no network.
 //!
-//! Starts reference origins in-process, puts each behind its own faultnet link (different
-//! rates and round trips; one collapses to 5 % two seconds in), downloads one generated object
-//! from all of them, verifies it byte for byte, and prints what happened next to the fluid
-//! oracle: the time the links' combined capacity needed to carry the object.
+//! Starts the reference origins of all three protocols in-process — HTTP (hyper), FTP
+//! (libunftp) and SFTP (russh) — each serving the same object generated from one seed (the
+//! three generators are the same SplitMix64 stream; a test checks it), puts each behind its
+//! own faultnet link (different rates and round trips; one collapses to 5 % two seconds in),
+//! downloads the object from all of them at once with the full progress display, verifies it
+//! byte for byte, and prints what happened next to the fluid oracle: the time the links'
+//! combined capacity needed to carry the object.
 
 use crate::exit::Exit;
-use crate::get::part_path;
+use crate::get::{transfer, Job};
+use crate::schemes::{registry, NetOptions};
+use crate::ui::Ui;
 use clap::Args;
 use faultnet::live::{Proxy, ProxyConfig, ProxyHandle};
 use faultnet::scenario::{Action, Event, Link, Target};
 use faultnet::units::{Dur, Rate};
 use hydra_core::Config;
-use hydra_scheme::{
-    ByteRange, Endpoint, Engine, EngineEvent, EngineOptions, FileSink, RangeSet, SourceInput,
-};
-use hydra_scheme_http::origin::{object_bytes, Origin, OriginConfig};
-use std::io::Read;
-use std::sync::Arc;
+use hydra_scheme::{ByteRange, Endpoint, EngineOptions, SourceInput};
+use hydra_scheme_http::origin::object_bytes;
+use std::io::{IsTerminal, Read};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// Arguments of `hydra demo`.
@@ -34,8 +38,16 @@ pub struct DemoArgs {
     pub keep: Option<std::path::PathBuf>,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Proto {
+    Http,
+    Ftp,
+    Sftp,
+}
+
 struct Mirror {
     name: &'static str,
+    proto: Proto,
     rate: f64,
     delay_ms: u64,
     collapse_at: Option<Duration>,
@@ -44,18 +56,21 @@ struct Mirror {
 const MIRRORS: [Mirror; 3] = [
     Mirror {
         name: "mirror-a",
+        proto: Proto::Http,
         rate: 4e6,
         delay_ms: 15,
         collapse_at: None,
     },
     Mirror {
         name: "mirror-b",
+        proto: Proto::Ftp,
         rate: 2e6,
         delay_ms: 40,
         collapse_at: None,
     },
     Mirror {
         name: "mirror-c",
+        proto: Proto::Sftp,
         rate: 3e6,
         delay_ms: 25,
         collapse_at: Some(Duration::from_secs(2)),
@@ -64,8 +79,26 @@ const MIRRORS: [Mirror; 3] = [
 
 const COLLAPSE_TO: f64 = 0.05;
 
+/// An origin of any protocol, kept alive for the demo's length.
+enum Running {
+    Http(hydra_scheme_http::origin::Origin),
+    Ftp(hydra_scheme_ftp::origin::Origin),
+    Sftp(hydra_scheme_sftp::origin::OriginHandle),
+}
+
+impl Running {
+    fn addr(&self) -> SocketAddr {
+        match self {
+            Running::Http(o) => o.addr(),
+            Running::Ftp(o) => o.addr(),
+            Running::Sftp(o) => o.addr(),
+        }
+    }
+}
+
 /// Runs `hydra demo`.
 pub async fn main(args: DemoArgs) -> Exit {
+    crate::ui::start_clock();
     match run(&args).await {
         Ok(()) => Exit::Ok,
         Err((code, msg)) => {
@@ -78,21 +111,48 @@ pub async fn main(args: DemoArgs) -> Exit {
 async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
     let size = args.size_mb.max(1) * 1_000_000;
     let internal = |e: String| (Exit::Internal, e);
+    let dir = std::env::temp_dir().join(format!("hydra-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| (Exit::Disk, e.to_string()))?;
     let mut origins = Vec::new();
     let mut proxies: Vec<ProxyHandle> = Vec::new();
+    let mut known_hosts = String::new();
+    let mut urls = Vec::new();
     for m in &MIRRORS {
-        let o = Origin::start(OriginConfig {
-            size,
-            seed: args.seed,
-            ..OriginConfig::default()
-        })
-        .await
-        .map_err(|e| internal(format!("cannot start an origin: {e}")))?;
+        let o = match m.proto {
+            Proto::Http => Running::Http(
+                hydra_scheme_http::origin::Origin::start(hydra_scheme_http::origin::OriginConfig {
+                    size,
+                    seed: args.seed,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| internal(format!("cannot start the HTTP origin: {e}")))?,
+            ),
+            Proto::Ftp => Running::Ftp(
+                hydra_scheme_ftp::origin::Origin::start(hydra_scheme_ftp::origin::OriginConfig {
+                    size,
+                    seed: args.seed,
+                    ftps: None,
+                })
+                .await
+                .map_err(|e| internal(format!("cannot start the FTP origin: {e}")))?,
+            ),
+            Proto::Sftp => Running::Sftp(
+                hydra_scheme_sftp::origin::Origin::start(hydra_scheme_sftp::origin::OriginConfig {
+                    size,
+                    seed: args.seed,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| internal(format!("cannot start the SFTP origin: {e}")))?,
+            ),
+        };
         let mut link = Link::new(m.name, Rate(m.rate));
         link.delay = Dur(Duration::from_millis(m.delay_ms));
         link.slow_start = Dur(Duration::from_millis(80));
         let mut cfg = ProxyConfig::new(o.addr().to_string(), link);
         cfg.seed = args.seed;
+        cfg.ftp = m.proto == Proto::Ftp;
         if let Some(at) = m.collapse_at {
             cfg.events.push(Event {
                 link: m.name.to_owned(),
@@ -108,100 +168,88 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
         let p = Proxy::start(cfg)
             .await
             .map_err(|e| internal(format!("cannot start a faultnet link: {e}")))?;
+        let at = p.local_addr();
+        urls.push(match &o {
+            Running::Http(_) => format!("http://{at}/demo.bin"),
+            Running::Ftp(_) => format!("ftp://{at}/{}", hydra_scheme_ftp::origin::OBJECT),
+            Running::Sftp(s) => {
+                // The client sees the link's port, so that is the port the key is known for.
+                let line = s.known_hosts_line().replacen(
+                    &format!("]:{} ", s.addr().port()),
+                    &format!("]:{} ", at.port()),
+                    1,
+                );
+                known_hosts.push_str(&line);
+                known_hosts.push('\n');
+                format!("sftp://{}:{}@{at}/demo.bin", s.user(), s.password())
+            }
+        });
         origins.push(o);
         proxies.push(p);
     }
-    let registry = crate::get::registry().map_err(internal)?;
+    let kh = dir.join("known_hosts");
+    std::fs::write(&kh, known_hosts).map_err(|e| (Exit::Disk, e.to_string()))?;
+    let registry = registry(&NetOptions {
+        known_hosts: Some(kh),
+        ..NetOptions::default()
+    })
+    .map_err(internal)?;
     let mut inputs = Vec::new();
-    for p in &proxies {
-        let endpoint = Endpoint::parse(&format!("http://{}/demo.bin", p.local_addr()))
-            .map_err(|e| internal(e.to_string()))?;
+    let mut labels = Vec::new();
+    for (m, u) in MIRRORS.iter().zip(&urls) {
+        let endpoint = Endpoint::parse(u).map_err(|e| internal(e.to_string()))?;
         let scheme = registry
             .for_endpoint(&endpoint)
             .cloned()
-            .ok_or_else(|| internal("no http scheme".into()))?;
+            .ok_or_else(|| internal(format!("no scheme for {endpoint}")))?;
+        labels.push(format!("{} {}", m.name, scheme.name()));
         inputs.push(SourceInput { endpoint, scheme });
     }
     eprintln!(
-        "hydra demo: {} MB from {} mirrors behind emulated links:",
+        "hydra demo: {} MB from {} mirrors over three protocols, each behind an emulated link:",
         size / 1_000_000,
         MIRRORS.len()
     );
-    for (m, p) in MIRRORS.iter().zip(&proxies) {
+    for (m, i) in MIRRORS.iter().zip(&inputs) {
         let c = m
             .collapse_at
             .map(|t| format!(", collapses to {:.0} % at {:?}", COLLAPSE_TO * 100.0, t))
             .unwrap_or_default();
         eprintln!(
-            "  {} http://{}  {:.1} MB/s, {} ms each way{c}",
+            "  {} {:<40} {:.1} MB/s, {} ms each way{c}",
             m.name,
-            p.local_addr(),
+            i.endpoint.to_string(),
             m.rate / 1e6,
             m.delay_ms
         );
     }
-    let engine = Engine::new(EngineOptions {
-        config: Config::default(),
-        ..EngineOptions::default()
-    });
-    let probed = engine
-        .probe(inputs)
-        .await
-        .map_err(|e| (Exit::Network, e.to_string()))?;
-    let dir = std::env::temp_dir().join(format!("hydra-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| (Exit::Disk, e.to_string()))?;
     let out = args.keep.clone().unwrap_or_else(|| dir.join("demo.bin"));
-    let part = part_path(&out);
-    let sink = FileSink::create(&part, size).map_err(|e| (Exit::Disk, e.to_string()))?;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let printer = tokio::spawn(async move {
-        while let Some(ev) = rx.recv().await {
-            match ev {
-                EngineEvent::Progress(p) => {
-                    let conns: Vec<String> = p
-                        .fetches
-                        .iter()
-                        .map(|f| {
-                            format!(
-                                "{}:{:.1}MB/s{}",
-                                MIRRORS[f.source].name.trim_start_matches("mirror-"),
-                                f.rate / 1e6,
-                                if f.grade == "healthy" {
-                                    String::new()
-                                } else {
-                                    format!("({})", f.grade)
-                                }
-                            )
-                        })
-                        .collect();
-                    eprintln!(
-                        "  {:5.1}s {:5.1}%  {}",
-                        p.elapsed.as_secs_f64(),
-                        100.0 * p.done as f64 / p.size as f64,
-                        conns.join(" ")
-                    );
-                }
-                EngineEvent::Notice(hydra_core::Notice::Repair { bytes, gain, .. }) => {
-                    eprintln!(
-                        "         repair: moved {:.2} MB, projected gain {:.2} s",
-                        bytes as f64 / 1e6,
-                        gain.as_secs_f64()
-                    );
-                }
-                _ => {}
-            }
-        }
-    });
-    let report = engine
-        .run(&probed, Arc::new(sink), &RangeSet::new(), Some(tx))
-        .await
-        .map_err(|e| (Exit::AllFailed, e.to_string()))?;
-    let _ = printer.await;
-    std::fs::rename(&part, &out).map_err(|e| (Exit::Disk, e.to_string()))?;
+    let tty = std::io::stderr().is_terminal();
+    let done = transfer(Job {
+        inputs,
+        labels,
+        output: out.clone(),
+        engine: EngineOptions {
+            config: Config::default(),
+            ..EngineOptions::default()
+        },
+        resume: false,
+        restart_on_change: false,
+        checksum: None,
+        ui: Ui {
+            bars: tty,
+            verbose: false,
+            json: false,
+            quiet: false,
+            lines: !tty,
+        },
+    })
+    .await?;
     verify(&out, args.seed, size)?;
-    let oracle = oracle(size, report.elapsed);
+    let report = &done.report;
+    let oracle = oracle(size);
     eprintln!(
-        "hydra demo: {} bytes verified in {:.2} s — fluid oracle {:.2} s, ratio {:.3}",
+        "hydra demo: {} bytes verified byte for byte in {:.2} s — fluid oracle {:.2} s, ratio {:.3}",
         size,
         report.elapsed.as_secs_f64(),
         oracle,
@@ -211,10 +259,12 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
         "  {} requests, {} repairs, {} admissions, {} bytes wasted past bounds",
         report.requests, report.repairs, report.admissions, report.waste_bytes
     );
-    for (i, m) in MIRRORS.iter().enumerate() {
+    for (i, s) in done.probed.sources.iter().enumerate() {
+        let m = &MIRRORS[i.min(MIRRORS.len() - 1)];
         eprintln!(
-            "  {}: {:5.1} % of the bytes; {}",
+            "  {} {:<5} {:5.1} % of the bytes; {}",
             m.name,
+            s.input.scheme.name(),
             100.0 * report.bytes_per_source[i] as f64 / size as f64,
             report.limits[i]
         );
@@ -222,8 +272,12 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
     for p in proxies {
         p.shutdown().await;
     }
+    drop(origins);
     if args.keep.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        let _ = std::fs::remove_file(dir.join("known_hosts"));
+        let _ = std::fs::remove_dir(&dir);
     }
     Ok(())
 }
@@ -252,7 +306,7 @@ fn verify(path: &std::path::Path, seed: u64, size: u64) -> Result<(), (Exit, Str
 
 /// The fluid oracle for the demo's links: the time by which their combined capacity (the
 /// collapsing one at 5 % after its collapse) carries `size` bytes, after one round trip.
-fn oracle(size: u64, _elapsed: Duration) -> f64 {
+fn oracle(size: u64) -> f64 {
     let start = MIRRORS
         .iter()
         .map(|m| 2.0 * m.delay_ms as f64 / 1000.0)
@@ -278,5 +332,21 @@ fn oracle(size: u64, _elapsed: Duration) -> f64 {
         start + size as f64 / full
     } else {
         t_c + (size as f64 - before) / after
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_three_origins_generate_the_same_bytes() {
+        for (seed, lo, hi) in [(1, 0, 4096), (7, 1_000_003, 1_010_011)] {
+            let http = object_bytes(seed, ByteRange::new(lo, hi));
+            let ftp = hydra_scheme_ftp::origin::object_bytes(seed, ByteRange::new(lo, hi));
+            let sftp = hydra_scheme_sftp::origin::object_bytes(seed, lo, hi);
+            assert_eq!(http, ftp);
+            assert_eq!(http, sftp);
+        }
     }
 }

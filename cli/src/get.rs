@@ -1,28 +1,55 @@
-//! `hydra get`: one object from every mirror given, at once.
+//! `hydra get`: one object from every mirror given, at once, across protocols.
 //!
 //! The output is written to `FILE.hydra-part` and renamed to `FILE` only once every byte is
-//! held, no byte was written twice, and the file was synced: a file at `FILE` is always
-//! complete. On failure the partial file stays under the side name.
+//! held, no byte was written twice, the file was synced and (when given) the checksum matched:
+//! a file at `FILE` is always complete. Beside the part file, `FILE.hydra-part.json` records
+//! the sources' probes and the durable ranges (see [`crate::control`]) so that `-c` resumes
+//! without fetching again what is already on disk, and refuses an object that changed.
 
+use crate::checksum::{digest_file, Checksum};
+use crate::control::{control_path, sync_dir, Control, PartSink, RecordedSource, VERSION};
 use crate::exit::Exit;
+use crate::schemes::{parse_proxy, registry, NetOptions};
+use crate::ui::{self, emit, mb, Ui};
 use clap::Args;
 use hydra_core::{Concurrency, Config};
 use hydra_scheme::{
-    Endpoint, Engine, EngineError, EngineOptions, FileSink, RangeSet, Registry, Report, SourceInput,
+    Endpoint, Engine, EngineError, EngineOptions, ErrorKind, FileSink, Probe, Probed, ProbedSource,
+    RangeSet, Report, SourceInput, Validator,
 };
 use serde::Serialize;
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Arguments of `hydra get`.
 #[derive(Debug, Args)]
 pub struct GetArgs {
-    /// Mirrors of one object (http, https). Every URL must serve the same bytes.
+    /// Mirrors of one object (http, https, ftp, ftps, sftp). Every URL must serve the same
+    /// bytes; a mirror that disagrees is left out with a warning.
     #[arg(required = true, value_name = "URL")]
     pub urls: Vec<String>,
     /// Where to write the object.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: PathBuf,
+    #[arg(short, long, value_name = "FILE", conflicts_with = "remote_name")]
+    pub output: Option<PathBuf>,
+    /// Name the output after the first URL's last path segment (the default without -o).
+    #[arg(short = 'O', long)]
+    pub remote_name: bool,
+    /// Directory the output goes in (created if missing).
+    #[arg(short = 'P', long = "directory-prefix", value_name = "DIR")]
+    pub directory: Option<PathBuf>,
+    /// Resume a partial download (FILE.hydra-part + FILE.hydra-part.json). Every source is
+    /// probed again; an object that changed is refused (exit 5).
+    #[arg(short = 'c', long = "continue")]
+    pub resume: bool,
+    /// With -c: when the object changed, start over instead of refusing.
+    #[arg(long)]
+    pub restart_on_change: bool,
+    /// Verify the result: sha256=HEX, sha512=HEX or md5=HEX. A mismatch exits 6 and leaves
+    /// nothing at FILE.
+    #[arg(long, value_name = "ALGO=HEX")]
+    pub checksum: Option<Checksum>,
     /// Write a JSON summary of the transfer here.
     #[arg(long, value_name = "PATH")]
     pub summary_json: Option<PathBuf>,
@@ -35,9 +62,41 @@ pub struct GetArgs {
     /// Use exactly N connections per mirror instead of measuring (for experiments).
     #[arg(long, value_name = "N")]
     pub fixed_connections: Option<usize>,
+    /// Route every connection (all protocols) through a SOCKS5 proxy; host names are resolved
+    /// by the proxy.
+    #[arg(long, value_name = "socks5h://[USER:PASS@]HOST:PORT")]
+    pub proxy: Option<String>,
+    /// HTTPS: do not verify server certificates.
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+    /// SFTP: known_hosts file (default ~/.ssh/known_hosts).
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts: Option<PathBuf>,
+    /// SFTP: private key to authenticate with (repeatable).
+    #[arg(short = 'i', long, value_name = "FILE")]
+    pub identity: Vec<PathBuf>,
+    /// SFTP: accept and record the key of a host not yet in known_hosts (a changed key is
+    /// still refused).
+    #[arg(long)]
+    pub accept_new_host_key: bool,
+    /// HTTP: extra request header "Name: value" (repeatable).
+    #[arg(short = 'H', long, value_name = "NAME: VALUE")]
+    pub header: Vec<String>,
+    /// Connect, reply and idle-read deadline per protocol step, seconds (also the probe's).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Consecutive failures after which a mirror is given up.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub retries: u32,
+    /// NDJSON events on stdout (schema in docs/cli.md); no progress bars.
+    #[arg(long)]
+    pub json: bool,
     /// Print nothing but errors.
-    #[arg(short, long)]
+    #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// Print repairs, grade and limit changes, failed fetches.
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 /// The `--summary-json` document.
@@ -47,6 +106,10 @@ pub struct Summary {
     pub size: u64,
     /// Transfer time (after probing), seconds.
     pub elapsed_s: f64,
+    /// Bytes fetched by this run (the rest was already on disk).
+    pub fetched: u64,
+    /// Bytes already on disk when this run started (a resume).
+    pub already: u64,
     /// Requests issued.
     pub requests: u64,
     /// Repairs executed.
@@ -83,15 +146,6 @@ pub struct Dropped {
     pub reason: String,
 }
 
-/// The schemes this binary speaks.
-pub fn registry() -> Result<Registry, String> {
-    let mut r = Registry::new();
-    let http = hydra_scheme_http::HttpScheme::new(hydra_scheme_http::HttpOptions::default())
-        .map_err(|e| format!("cannot set up HTTP: {e}"))?;
-    r.register(Arc::new(http));
-    Ok(r)
-}
-
 /// The side name partial data lives under.
 pub fn part_path(output: &Path) -> PathBuf {
     let mut name = output.as_os_str().to_owned();
@@ -99,113 +153,681 @@ pub fn part_path(output: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// One download, however it was asked for (`hydra get` or `hydra demo`).
+pub struct Job {
+    /// The sources, in the order given.
+    pub inputs: Vec<SourceInput>,
+    /// A name for people per input (`hydra get` uses the URL).
+    pub labels: Vec<String>,
+    /// Final path.
+    pub output: PathBuf,
+    /// Engine options.
+    pub engine: EngineOptions,
+    /// `-c`.
+    pub resume: bool,
+    /// `--restart-on-change`.
+    pub restart_on_change: bool,
+    /// `--checksum`.
+    pub checksum: Option<Checksum>,
+    /// What to show.
+    pub ui: Ui,
+}
+
+/// A completed download.
+pub struct Done {
+    /// What the engine did.
+    pub report: Report,
+    /// The sources used.
+    pub probed: Probed,
+    /// Bytes fetched by this run.
+    pub fetched: u64,
+    /// Bytes already on disk at the start (a resume).
+    pub already: u64,
+}
+
+type Failure = (Exit, String);
+
 /// Runs `hydra get`.
 pub async fn main(args: GetArgs) -> Exit {
-    match run(&args).await {
-        Ok(report) => {
-            if !args.quiet {
-                eprintln!(
-                    "hydra: {} bytes in {:.2} s ({:.2} MB/s), {} requests, {} repairs",
-                    report.size,
-                    report.elapsed.as_secs_f64(),
-                    report.size as f64 / report.elapsed.as_secs_f64().max(1e-9) / 1e6,
-                    report.requests,
-                    report.repairs
+    ui::start_clock();
+    let ui = Ui::new(args.quiet, args.verbose, args.json);
+    let result = async {
+        let job = job(&args)?;
+        let output = job.output.clone();
+        if ui.json {
+            emit(
+                "start",
+                json!({"urls": job.inputs.iter().map(|i| i.endpoint.to_string()).collect::<Vec<_>>(),
+                       "output": output, "resume": job.resume}),
+            );
+        }
+        let done = transfer(job).await?;
+        if let Some(path) = &args.summary_json {
+            write_summary(path, &done)?;
+        }
+        Ok::<_, Failure>((done, output))
+    }
+    .await;
+    match result {
+        Ok((done, output)) => {
+            let r = &done.report;
+            let secs = r.elapsed.as_secs_f64().max(1e-9);
+            if ui.json {
+                emit(
+                    "done",
+                    json!({
+                        "output": output, "size": r.size, "elapsed_s": r.elapsed.as_secs_f64(),
+                        "fetched": done.fetched, "already": done.already,
+                        "requests": r.requests, "repairs": r.repairs, "admissions": r.admissions,
+                        "waste_bytes": r.waste_bytes,
+                        "checksum": args.checksum.as_ref().map(|c| c.to_string()),
+                        "sources": sources_summary(&done).iter().map(|s| json!({
+                            "url": s.url, "bytes": s.bytes, "failures": s.failures,
+                            "limit_reason": s.limit_reason})).collect::<Vec<_>>(),
+                    }),
                 );
+            }
+            if !ui.quiet && !ui.json {
+                let resumed = if done.already > 0 {
+                    format!(
+                        "; resumed: {} was already here, {} fetched",
+                        mb(done.already as f64),
+                        mb(done.fetched as f64)
+                    )
+                } else {
+                    String::new()
+                };
+                eprintln!(
+                    "hydra: {}: {} in {:.2} s ({}/s) from {} source{}, {} requests, {} repairs{}{resumed}",
+                    output.display(),
+                    mb(r.size as f64),
+                    secs,
+                    mb(done.fetched as f64 / secs),
+                    done.probed.sources.len(),
+                    if done.probed.sources.len() == 1 { "" } else { "s" },
+                    r.requests,
+                    r.repairs,
+                    if args.checksum.is_some() { ", checksum ok" } else { "" },
+                );
+                if ui.verbose {
+                    for s in sources_summary(&done) {
+                        eprintln!(
+                            "  {}: {} ({:.1} %), {} failed fetches; {}",
+                            s.url,
+                            mb(s.bytes as f64),
+                            100.0 * s.bytes as f64 / (done.fetched.max(1)) as f64,
+                            s.failures,
+                            s.limit_reason
+                        );
+                    }
+                }
             }
             Exit::Ok
         }
         Err((code, msg)) => {
             eprintln!("hydra: {msg}");
+            if ui.json {
+                emit(
+                    "error",
+                    json!({"code": code as u8, "kind": code.name(), "message": msg}),
+                );
+            }
             code
         }
     }
 }
 
-async fn run(args: &GetArgs) -> Result<Report, (Exit, String)> {
-    let registry = registry().map_err(|e| (Exit::Usage, e))?;
+fn job(args: &GetArgs) -> Result<Job, Failure> {
+    let usage = |m: String| (Exit::Usage, m);
+    let timeout = match args.timeout {
+        Some(t) if !(t.is_finite() && t > 0.0) => {
+            return Err(usage(format!(
+                "--timeout {t}: must be a positive number of seconds"
+            )))
+        }
+        Some(t) => Some(Duration::from_secs_f64(t)),
+        None => None,
+    };
+    let net = NetOptions {
+        proxy: args
+            .proxy
+            .as_deref()
+            .map(parse_proxy)
+            .transpose()
+            .map_err(usage)?,
+        insecure: args.insecure,
+        known_hosts: args.known_hosts.clone(),
+        identity: args.identity.clone(),
+        accept_new_host_key: args.accept_new_host_key,
+        timeout,
+        per_host: Some(args.per_host.max(1)),
+    };
+    let mut headers = Vec::new();
+    for h in &args.header {
+        let (n, v) = h
+            .split_once(':')
+            .filter(|(n, _)| !n.trim().is_empty())
+            .ok_or_else(|| usage(format!("--header {h:?}: expected \"Name: value\"")))?;
+        headers.push((n.trim().to_owned(), v.trim().to_owned()));
+    }
+    let registry = registry(&net).map_err(|e| (Exit::Internal, e))?;
     let mut inputs = Vec::new();
     for u in &args.urls {
-        let endpoint = Endpoint::parse(u).map_err(|e| (Exit::Usage, format!("{u}: {e}")))?;
+        let mut endpoint = Endpoint::parse(u).map_err(|e| usage(format!("{u}: {e}")))?;
         let scheme = registry.for_endpoint(&endpoint).cloned().ok_or_else(|| {
-            (
-                Exit::Usage,
-                format!(
-                    "{endpoint}: no scheme registered for {:?}",
-                    endpoint.url_scheme()
-                ),
-            )
+            usage(format!(
+                "{endpoint}: no scheme registered for {:?} (hydra schemes lists them)",
+                endpoint.url_scheme()
+            ))
         })?;
+        if matches!(endpoint.url_scheme(), "http" | "https") {
+            for (n, v) in &headers {
+                endpoint = endpoint.with_header(n, v);
+            }
+        }
         inputs.push(SourceInput { endpoint, scheme });
     }
+    let output = match &args.output {
+        Some(o) => match &args.directory {
+            Some(d) if o.is_relative() => d.join(o),
+            _ => o.clone(),
+        },
+        None => {
+            let name = remote_name(&inputs[0].endpoint).ok_or_else(|| {
+                usage(format!(
+                    "{}: no file name in the URL; give one with -o FILE",
+                    inputs[0].endpoint
+                ))
+            })?;
+            args.directory.clone().unwrap_or_default().join(name)
+        }
+    };
     let concurrency = match args.fixed_connections {
         Some(n) => Concurrency::Fixed(n.max(1)),
         None => Concurrency::Search { start: 1 },
     };
-    let engine = Engine::new(EngineOptions {
+    let mut engine = EngineOptions {
         config: Config {
             per_host: args.per_host.max(1),
             total: args.max_connections.max(1),
             concurrency,
+            max_failures: args.retries.max(1),
             ..Config::default()
         },
         ..EngineOptions::default()
-    });
-    let probed = engine.probe(inputs).await.map_err(classify)?;
-    for (s, why) in &probed.dropped {
-        if !args.quiet {
-            eprintln!("hydra: warning: {s}: {why}");
-        }
+    };
+    if let Some(t) = timeout {
+        engine.probe_timeout = t;
     }
-    let part = part_path(&args.output);
-    let sink = FileSink::create(&part, probed.size)
-        .map_err(|e| (Exit::Disk, format!("cannot create {}: {e}", part.display())))?;
-    let report = engine
-        .run(&probed, Arc::new(sink), &RangeSet::new(), None)
-        .await
-        .map_err(classify)?;
-    std::fs::rename(&part, &args.output).map_err(|e| {
-        (
-            Exit::Disk,
-            format!("cannot move {} into place: {e}", part.display()),
-        )
-    })?;
-    if let Some(path) = &args.summary_json {
-        let summary = Summary {
-            size: report.size,
-            elapsed_s: report.elapsed.as_secs_f64(),
-            requests: report.requests,
-            repairs: report.repairs,
-            admissions: report.admissions,
-            waste_bytes: report.waste_bytes,
-            sources: probed
-                .sources
-                .iter()
-                .enumerate()
-                .map(|(i, s)| SourceSummary {
-                    url: s.input.endpoint.to_string(),
-                    bytes: report.bytes_per_source[i],
-                    failures: report.failures[i].0,
-                    limit_reason: report.limits[i].to_string(),
-                })
-                .collect(),
-            dropped: probed
-                .dropped
-                .iter()
-                .map(|(u, r)| Dropped {
-                    url: u.clone(),
-                    reason: r.clone(),
-                })
-                .collect(),
-        };
-        let text = serde_json::to_string_pretty(&summary).expect("a summary serializes");
-        std::fs::write(path, text + "\n")
-            .map_err(|e| (Exit::Disk, format!("cannot write {}: {e}", path.display())))?;
-    }
-    Ok(report)
+    Ok(Job {
+        labels: inputs.iter().map(|i| i.endpoint.to_string()).collect(),
+        inputs,
+        output,
+        engine,
+        resume: args.resume,
+        restart_on_change: args.restart_on_change,
+        checksum: args.checksum.clone(),
+        ui: Ui::new(args.quiet, args.verbose, args.json),
+    })
 }
 
-fn classify(e: EngineError) -> (Exit, String) {
+/// The last path segment of a URL, percent-decoded, when it is a usable file name.
+fn remote_name(e: &Endpoint) -> Option<String> {
+    let seg = e.url().path_segments()?.next_back()?;
+    let name = crate::schemes::percent_decode(seg);
+    (!name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0']))
+        .then_some(name)
+}
+
+/// The exit code for a probe or fetch error.
+fn exit_for(kind: &ErrorKind) -> Exit {
+    match kind {
+        ErrorKind::Io(_) | ErrorKind::Timeout { .. } | ErrorKind::Refused { .. } => Exit::Network,
+        ErrorKind::ObjectChanged { .. } => Exit::Changed,
+        ErrorKind::Sink(_) => Exit::Disk,
+        _ => Exit::Protocol,
+    }
+}
+
+struct Answer {
+    input: SourceInput,
+    label: String,
+    result: Result<Probe, Failure>,
+}
+
+async fn probe_all(
+    inputs: Vec<SourceInput>,
+    labels: Vec<String>,
+    timeout: Duration,
+) -> Vec<Answer> {
+    let tasks: Vec<_> = inputs
+        .into_iter()
+        .zip(labels)
+        .map(|(input, label)| {
+            tokio::spawn(async move {
+                let r = tokio::time::timeout(timeout, input.scheme.probe(&input.endpoint)).await;
+                let result = match r {
+                    Ok(Ok(p)) => Ok(p),
+                    Ok(Err(e)) => Err((exit_for(&e.kind), e.to_string())),
+                    Err(_) => Err((
+                        Exit::Network,
+                        format!("{}: probe timed out after {timeout:?}", input.endpoint),
+                    )),
+                };
+                Answer {
+                    input,
+                    label,
+                    result,
+                }
+            })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for t in tasks {
+        if let Ok(a) = t.await {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// Why `other` cannot be combined with `first` (the engine's rule: size, and strong
+/// validators when both have one).
+fn disagreement(first: &Probe, other: &Probe) -> Option<String> {
+    if first.size != other.size {
+        return Some(format!(
+            "size {} differs from size {}",
+            other.size, first.size
+        ));
+    }
+    if let (Some(Validator::Strong(a)), Some(Validator::Strong(b))) =
+        (&first.validator, &other.validator)
+    {
+        if a != b {
+            return Some(format!("strong validator {b} differs from {a}"));
+        }
+    }
+    None
+}
+
+/// What changed between a recorded probe and a new one, in words.
+fn change(was: &Probe, now: &Probe) -> String {
+    let mut d = Vec::new();
+    if was.size != now.size {
+        d.push(format!("size {} became {}", was.size, now.size));
+    }
+    if let (Some(a), Some(b)) = (&was.validator, &now.validator) {
+        if a != b {
+            d.push(format!("validator {a:?} became {b:?}"));
+        }
+    }
+    if let (Some(a), Some(b)) = (was.last_modified, now.last_modified) {
+        if a != b {
+            d.push("modification time changed".to_owned());
+        }
+    }
+    if d.is_empty() {
+        d.push("probe differs".to_owned());
+    }
+    d.join(", ")
+}
+
+fn show_probe(ui: Ui, i: usize, a: &Answer) {
+    if !ui.json {
+        return;
+    }
+    match &a.result {
+        Ok(p) => emit(
+            "probe",
+            json!({
+                "source": i, "url": a.input.endpoint.to_string(), "scheme": a.input.scheme.name(),
+                "size": p.size, "ranged": p.ranged,
+                "validator": p.validator.as_ref().map(|v| match v {
+                    Validator::Strong(s) => json!({"strong": s}),
+                    Validator::Weak(s) => json!({"weak": s}),
+                }),
+                "connect_ms": p.connect.as_secs_f64() * 1e3,
+                "first_byte_ms": p.first_byte.as_secs_f64() * 1e3,
+            }),
+        ),
+        Err((code, msg)) => emit(
+            "probe_failed",
+            json!({"source": i, "url": a.input.endpoint.to_string(), "kind": code.name(), "error": msg}),
+        ),
+    }
+}
+
+fn warn(ui: Ui, url: &str, reason: &str) {
+    if ui.json {
+        emit("dropped", json!({"url": url, "reason": reason}));
+    } else if !ui.quiet {
+        eprintln!("hydra: warning: {url}: {reason}");
+    }
+}
+
+/// Probes, decides what to resume, runs the engine, checkpoints, verifies, moves into place.
+pub async fn transfer(job: Job) -> Result<Done, Failure> {
+    let Job {
+        inputs,
+        labels,
+        output,
+        engine: engine_opts,
+        resume,
+        restart_on_change,
+        checksum,
+        ui,
+    } = job;
+    let part = part_path(&output);
+    let ctl_path = control_path(&output);
+    if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| (Exit::Disk, format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let mut previous = None;
+    if resume {
+        match (Control::load(&ctl_path), part.exists()) {
+            (Ok(c), true) if !c.sources.is_empty() => previous = Some(c),
+            (Err(e), true) if ctl_path.exists() => warn(
+                ui,
+                &ctl_path.display().to_string(),
+                &format!("unreadable control file ({e}); starting over"),
+            ),
+            _ => {
+                if !ui.quiet && !ui.json {
+                    eprintln!(
+                        "hydra: nothing to resume at {}; starting from the beginning",
+                        part.display()
+                    );
+                }
+            }
+        }
+    }
+
+    let answers = probe_all(inputs, labels, engine_opts.probe_timeout).await;
+    for (i, a) in answers.iter().enumerate() {
+        show_probe(ui, i, a);
+    }
+    let mut failed: Vec<Failure> = Vec::new();
+    let mut dropped: Vec<(String, String)> = Vec::new();
+    let mut ok: Vec<(SourceInput, String, Probe)> = Vec::new();
+    for a in answers {
+        match a.result {
+            Ok(p) => ok.push((a.input, a.label, p)),
+            Err(f) => {
+                dropped.push((a.input.endpoint.to_string(), f.1.clone()));
+                failed.push(f);
+            }
+        }
+    }
+
+    // Which sources to use: agree with the partial download's record (a resume), or with the
+    // first that answered.
+    let mut kept: Vec<(SourceInput, String, Probe)> = Vec::new();
+    if let Some(prev) = &previous {
+        let mut changed = Vec::new();
+        for (input, label, probe) in ok.iter().cloned() {
+            let url = input.endpoint.to_string();
+            let why = match prev.sources.iter().find(|s| s.url == url) {
+                Some(rec) => {
+                    let was = rec.probe();
+                    (!was.same_object(&probe)).then(|| change(&was, &probe))
+                }
+                None => disagreement(&prev.sources[0].probe(), &probe),
+            };
+            match why {
+                None => kept.push((input, label, probe)),
+                Some(why) => changed.push((url, why)),
+            }
+        }
+        if kept.is_empty() && !changed.is_empty() {
+            let detail = changed
+                .iter()
+                .map(|(u, w)| format!("{u}: object changed since the partial download ({w})"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            if !restart_on_change {
+                return Err((
+                    Exit::Changed,
+                    format!("{detail}; not resumed (--restart-on-change starts over)"),
+                ));
+            }
+            warn(
+                ui,
+                &part.display().to_string(),
+                &format!("{detail}; starting over"),
+            );
+            previous = None;
+        } else {
+            for (u, w) in changed {
+                let reason = format!("object changed since the partial download ({w}); left out");
+                warn(ui, &u, &reason);
+                dropped.push((u, reason));
+            }
+        }
+    }
+    if previous.is_none() {
+        kept.clear();
+        for (input, label, probe) in ok {
+            match kept.first().and_then(|f| disagreement(&f.2, &probe)) {
+                None => kept.push((input, label, probe)),
+                Some(why) => {
+                    let url = input.endpoint.to_string();
+                    let reason = format!("{why} than {}; not combined", kept[0].0.endpoint);
+                    warn(ui, &url, &reason);
+                    dropped.push((url, reason));
+                }
+            }
+        }
+    }
+    if kept.is_empty() {
+        let code = if !failed.is_empty() && failed.iter().all(|f| f.0 == Exit::Protocol) {
+            Exit::Protocol
+        } else {
+            Exit::Network
+        };
+        let why = failed
+            .iter()
+            .map(|f| f.1.clone())
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err((code, format!("no usable source: {why}")));
+    }
+    for (u, why) in &dropped {
+        if failed.iter().any(|f| &f.1 == why) {
+            warn(ui, u, why.strip_prefix(&format!("{u}: ")).unwrap_or(why));
+        }
+    }
+    let size = kept[0].2.size;
+    let labels: Vec<String> = kept.iter().map(|k| k.1.clone()).collect();
+    let probed = Probed {
+        size,
+        sources: kept
+            .into_iter()
+            .map(|(input, _, probe)| ProbedSource { input, probe })
+            .collect(),
+        dropped,
+    };
+
+    // The part file and the control file.
+    let disk = |what: &str, p: &Path, e: std::io::Error| {
+        (Exit::Disk, format!("cannot {what} {}: {e}", p.display()))
+    };
+    let mut control = Control {
+        version: VERSION,
+        size,
+        sources: Vec::new(),
+        written: Vec::new(),
+    };
+    let mut already = RangeSet::new();
+    let mut file = None;
+    if let Some(prev) = previous {
+        let f = std::fs::File::options().read(true).write(true).open(&part);
+        match f {
+            Ok(f) if f.metadata().map(|m| m.len()).ok() == Some(size) && prev.size == size => {
+                already = prev.written_set();
+                control.sources = prev.sources;
+                file = Some(FileSink::from_file(f, size));
+            }
+            _ => warn(
+                ui,
+                &part.display().to_string(),
+                "the partial file does not match its control file; starting over",
+            ),
+        }
+    }
+    let file = match file {
+        Some(f) => f,
+        None => FileSink::create(&part, size).map_err(|e| disk("create", &part, e))?,
+    };
+    for s in &probed.sources {
+        let url = s.input.endpoint.to_string();
+        if !control.sources.iter().any(|r| r.url == url) {
+            control.sources.push(RecordedSource::new(url, &s.probe));
+        }
+    }
+    control.set_written(&already);
+    control
+        .store(&ctl_path)
+        .map_err(|e| disk("write", &ctl_path, e))?;
+    let already_bytes = already.len_bytes();
+    if ui.json && already_bytes > 0 {
+        emit(
+            "resume",
+            json!({"already": already_bytes, "missing": size - already_bytes}),
+        );
+    }
+    let sink = Arc::new(PartSink::new(file, already.clone()));
+
+    // Checkpoints: every 500 ms, the written set, then fsync, then the control file.
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let ck = {
+        let sink = sink.clone();
+        let control = control.clone();
+        let path = ctl_path.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                    _ = stop_rx.changed() => break,
+                }
+                let (s, c, p) = (sink.clone(), control.clone(), path.clone());
+                let r = tokio::task::spawn_blocking(move || checkpoint(&s, c, &p)).await;
+                if let Ok(Err(e)) = r {
+                    tracing::warn!(error = %e, "checkpoint failed");
+                }
+            }
+        })
+    };
+
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let shown = tokio::spawn(ui::run(
+        ui,
+        rx,
+        labels,
+        probed
+            .sources
+            .iter()
+            .map(|s| s.input.endpoint.to_string())
+            .collect(),
+        size,
+        already_bytes,
+    ));
+    let engine = Engine::new(engine_opts);
+    let result = engine.run(&probed, sink.clone(), &already, Some(tx)).await;
+    let _ = shown.await;
+    let _ = stop_tx.send(true);
+    let _ = ck.await;
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            let (s, c, p) = (sink.clone(), control.clone(), ctl_path.clone());
+            let _ = tokio::task::spawn_blocking(move || checkpoint(&s, c, &p)).await;
+            return Err(classify(e));
+        }
+    };
+    if let Some(c) = &checksum {
+        let got = digest_file(c.algo, &part).map_err(|e| disk("read", &part, e))?;
+        if got != c.hex {
+            let _ = std::fs::remove_file(&ctl_path);
+            let _ = std::fs::remove_file(&part);
+            return Err((
+                Exit::Checksum,
+                format!(
+                    "checksum mismatch: expected {c}, got {got} (from {}); nothing written to {}",
+                    probed
+                        .sources
+                        .iter()
+                        .map(|s| s.input.endpoint.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    output.display()
+                ),
+            ));
+        }
+    }
+    std::fs::rename(&part, &output).map_err(|e| disk("move into place", &part, e))?;
+    let _ = sync_dir(&output);
+    let _ = std::fs::remove_file(&ctl_path);
+    Ok(Done {
+        report,
+        fetched: sink.fetched(),
+        already: already_bytes,
+        probed,
+    })
+}
+
+/// One checkpoint: snapshot the written set, make it durable, then record it.
+fn checkpoint(sink: &PartSink, mut control: Control, path: &Path) -> std::io::Result<()> {
+    use hydra_scheme::Sink;
+    let written = sink.written();
+    sink.finish()?;
+    control.set_written(&written);
+    control.store(path)
+}
+
+fn sources_summary(done: &Done) -> Vec<SourceSummary> {
+    let r = &done.report;
+    done.probed
+        .sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| SourceSummary {
+            url: s.input.endpoint.to_string(),
+            bytes: r.bytes_per_source[i],
+            failures: r.failures[i].0,
+            limit_reason: r.limits[i].to_string(),
+        })
+        .collect()
+}
+
+fn write_summary(path: &Path, done: &Done) -> Result<(), Failure> {
+    let r = &done.report;
+    let summary = Summary {
+        size: r.size,
+        elapsed_s: r.elapsed.as_secs_f64(),
+        fetched: done.fetched,
+        already: done.already,
+        requests: r.requests,
+        repairs: r.repairs,
+        admissions: r.admissions,
+        waste_bytes: r.waste_bytes,
+        sources: sources_summary(done),
+        dropped: done
+            .probed
+            .dropped
+            .iter()
+            .map(|(u, r)| Dropped {
+                url: u.clone(),
+                reason: r.clone(),
+            })
+            .collect(),
+    };
+    let text = serde_json::to_string_pretty(&summary).expect("a summary serializes");
+    std::fs::write(path, text + "\n")
+        .map_err(|e| (Exit::Disk, format!("cannot write {}: {e}", path.display())))
+}
+
+fn classify(e: EngineError) -> Failure {
     let msg = e.to_string();
     let code = match &e {
         EngineError::NoSources => Exit::Usage,

@@ -1,13 +1,17 @@
 //! `hydra` — multi-source, multi-protocol range downloads.
 #![forbid(unsafe_code)]
 
+mod checksum;
 mod conformance;
+mod control;
 mod demo;
 mod exit;
 mod get;
+mod schemes;
 mod sim;
+mod ui;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// hydra: one object from many mirrors at once, with connection count and chunk size computed
@@ -19,6 +23,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once; the size of a variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Download one object from every mirror given, at once.
@@ -29,6 +35,13 @@ enum Command {
     Sim(sim::SimArgs),
     /// Run every registered scheme through the conformance suite.
     Conformance(conformance::ConformanceArgs),
+    /// The registered schemes and what each can do.
+    Schemes(schemes::SchemesArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
@@ -51,5 +64,10 @@ fn main() -> ExitCode {
         Command::Get(a) => runtime().block_on(get::main(a)).into(),
         Command::Demo(a) => runtime().block_on(demo::main(a)).into(),
         Command::Conformance(a) => runtime().block_on(conformance::main(a)).into(),
+        Command::Schemes(a) => schemes::main(a).into(),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "hydra", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
     }
 }
