@@ -1,0 +1,208 @@
+//! Shared by the CLI tests: run the built `hydra`, start in-process origins, a SOCKS5 server.
+#![allow(dead_code)]
+
+use hydra_scheme::ByteRange;
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{Child, Command};
+
+/// Upper bound on any one hydra run (a hang fails the test instead of blocking CI).
+pub const BOUND: Duration = Duration::from_secs(240);
+
+pub fn hydra_cmd(args: &[String]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hydra"));
+    c.args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("SSH_AUTH_SOCK")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    c
+}
+
+/// Runs hydra to completion.
+pub async fn hydra(args: &[String]) -> Output {
+    let child = hydra_cmd(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("hydra starts");
+    tokio::time::timeout(BOUND, child.wait_with_output())
+        .await
+        .expect("hydra finishes within the bound")
+        .expect("hydra's output is read")
+}
+
+pub fn args(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The NDJSON events hydra printed.
+pub fn events(o: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+pub fn event<'a>(evs: &'a [Value], kind: &str) -> Option<&'a Value> {
+    evs.iter().find(|e| e["event"] == kind)
+}
+
+/// Starts hydra with `--json` and SIGKILLs it once a progress event reports at least
+/// `fraction` of the object held (or after `after_events` progress events, whichever first).
+/// Returns the last `done` seen; panics if the transfer finished first.
+pub async fn kill_at(args: &[String], fraction: f64, after_events: usize) -> u64 {
+    let mut child: Child = hydra_cmd(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("hydra starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let mut seen = 0;
+    let mut last = 0;
+    let run = async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            let v: Value = match serde_json::from_str(&l) {
+                Ok(v) => v,
+                Err(_) => continue,
+            };
+            match v["event"].as_str() {
+                Some("progress") => {
+                    seen += 1;
+                    last = v["done"].as_u64().unwrap_or(0);
+                    let size = v["size"].as_u64().unwrap_or(1);
+                    if last as f64 >= fraction * size as f64 || seen >= after_events {
+                        return true;
+                    }
+                }
+                Some("done") | Some("error") => return false,
+                _ => {}
+            }
+        }
+        false
+    };
+    let killed_mid_transfer = tokio::time::timeout(BOUND, run).await.expect("bounded");
+    child.start_kill().expect("kill");
+    let _ = child.wait().await;
+    assert!(
+        killed_mid_transfer,
+        "the transfer ended before it could be killed"
+    );
+    last
+}
+
+/// Bytes of the control file's written ranges.
+pub fn recorded(control: &Path) -> u64 {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(control).unwrap()).unwrap();
+    v["written"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[1].as_u64().unwrap() - r[0].as_u64().unwrap())
+        .sum()
+}
+
+pub fn object(seed: u64, size: u64) -> Vec<u8> {
+    hydra_scheme_http::origin::object_bytes(seed, ByteRange::new(0, size))
+}
+
+pub async fn http_origin(size: u64, seed: u64) -> hydra_scheme_http::origin::Origin {
+    hydra_scheme_http::origin::Origin::start(hydra_scheme_http::origin::OriginConfig {
+        size,
+        seed,
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
+pub async fn ftp_origin(size: u64, seed: u64) -> hydra_scheme_ftp::origin::Origin {
+    hydra_scheme_ftp::origin::Origin::start(hydra_scheme_ftp::origin::OriginConfig {
+        size,
+        seed,
+        ftps: None,
+    })
+    .await
+    .unwrap()
+}
+
+pub async fn sftp_origin(size: u64, seed: u64) -> hydra_scheme_sftp::origin::OriginHandle {
+    hydra_scheme_sftp::origin::Origin::start(hydra_scheme_sftp::origin::OriginConfig {
+        size,
+        seed,
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
+/// A known_hosts line for the SFTP origin's key under `host` and `port`.
+pub fn known_host(o: &hydra_scheme_sftp::origin::OriginHandle, host: &str, port: u16) -> String {
+    let line = o.known_hosts_line();
+    let key = line.split_once(' ').unwrap().1;
+    format!("[{host}]:{port} {key}\n")
+}
+
+/// A port nothing listens on.
+pub async fn closed_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// A no-auth SOCKS5 server. CONNECTs to a domain name are resolved here: `origin.test` (and
+/// any other name) goes to 127.0.0.1 at the asked port; IPv4 addresses are honoured. Logs
+/// `name:port` of every CONNECT.
+pub async fn socks5() -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let names = Arc::new(Mutex::new(Vec::new()));
+    let log = names.clone();
+    tokio::spawn(async move {
+        while let Ok((mut c, _)) = listener.accept().await {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let run = async {
+                    let mut hdr = [0u8; 2];
+                    c.read_exact(&mut hdr).await?;
+                    let mut m = vec![0u8; hdr[1] as usize];
+                    c.read_exact(&mut m).await?;
+                    c.write_all(&[5, 0]).await?;
+                    let mut req = [0u8; 4];
+                    c.read_exact(&mut req).await?;
+                    let name = match req[3] {
+                        3 => {
+                            let n = c.read_u8().await?;
+                            let mut name = vec![0u8; n as usize];
+                            c.read_exact(&mut name).await?;
+                            String::from_utf8_lossy(&name).into_owned()
+                        }
+                        1 => {
+                            let mut ip = [0u8; 4];
+                            c.read_exact(&mut ip).await?;
+                            std::net::Ipv4Addr::from(ip).to_string()
+                        }
+                        _ => return Ok::<_, std::io::Error>(()),
+                    };
+                    let port = c.read_u16().await?;
+                    log.lock().unwrap().push(format!("{name}:{port}"));
+                    let mut up = TcpStream::connect(("127.0.0.1", port)).await?;
+                    c.write_all(&[5, 0, 0, 1, 127, 0, 0, 1, 0, 0]).await?;
+                    tokio::io::copy_bidirectional(&mut c, &mut up).await?;
+                    Ok(())
+                };
+                let _ = run.await;
+            });
+        }
+    });
+    (addr, names)
+}
