@@ -1,0 +1,296 @@
+#!/usr/bin/env bash
+# hydra side by side with the tools users would pick instead (aria2c, axel, lftp pget,
+# rclone, curl), through faultnet links on loopback.
+#
+# For each scenario in bench/peers/*.toml: start one reference origin per mirror
+# (schemes/http/examples/serve.rs, the same object everywhere) and, for every single run, a
+# fresh `faultnet proxy --scenario` (so events replay and the link stats are that run's
+# alone); run each tool in turn, rotating the order every repetition; verify every output's
+# sha256 against a direct unshaped copy; record wall time, wire bytes (sum of bytes_down over
+# the links) and connections. Then peak RSS of every tool on 1 MB, 32 MB and 1 GiB unshaped
+# loopback downloads (`/usr/bin/time -v`). Ends with a markdown report (bench/peers/report.py).
+#
+# Every tool invocation runs under `timeout` (10 × the fluid oracle + 30 s): a run that is
+# killed is recorded as `dnf`, and that tool's remaining repetitions of the scenario are
+# skipped (noted). Loopback only; every process started here is stopped on exit.
+#
+# Usage: bash bench/peers.sh [--reps N] [--scenarios a,b,...] [--tools t1,t2,...]
+#                            [--out DIR] [--no-memory] [--no-build] [--no-install]
+#   --reps N        repetitions per scenario and tool (default 3)
+#   --scenarios     names of bench/peers/NAME.toml (default: all, in the order below)
+#   --tools         subset of: hydra aria2c axel lftp rclone curl (default: all)
+#   --out DIR       keep raw results there (runs.tsv, stats, hydra summaries, report.md);
+#                   default a temporary directory, removed on exit
+#   --no-memory     skip the peak-RSS runs
+#   --no-build      use the binaries already in ${CARGO_TARGET_DIR:-target}/release
+#   --no-install    do not apt-get install missing peer tools
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+
+REPS=3
+SCENARIOS="saturated,headroom,mirrors,collapse,die,rtt150"
+TOOLS="hydra,aria2c,axel,lftp,rclone,curl"
+OUT=""
+MEMORY=1
+BUILD=1
+INSTALL=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --reps) REPS=$2; shift 2 ;;
+    --scenarios) SCENARIOS=$2; shift 2 ;;
+    --tools) TOOLS=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --no-memory) MEMORY=0; shift ;;
+    --no-build) BUILD=0; shift ;;
+    --no-install) INSTALL=0; shift ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    *) echo "peers.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+case "$REPS" in ''|*[!0-9]*) echo "peers.sh: --reps wants a number" >&2; exit 2 ;; esac
+[ "$REPS" -ge 1 ] && [ "$REPS" -le 50 ] || { echo "peers.sh: --reps 1..50" >&2; exit 2; }
+
+if [ "$BUILD" = 1 ]; then
+  cargo build -q --release -p hydra-cli -p faultnet
+  cargo build -q --release -p hydra-scheme-http --features origin --example serve
+fi
+BIN=${CARGO_TARGET_DIR:-$REPO/target}/release
+for b in "$BIN/hydra" "$BIN/faultnet" "$BIN/examples/serve"; do
+  [ -x "$b" ] || { echo "peers.sh: missing $b (build first)" >&2; exit 1; }
+done
+HELPER="python3 $REPO/bench/peers/report.py"
+
+T=$(mktemp -d)
+KEEP=0
+if [ -n "$OUT" ]; then mkdir -p "$OUT"; KEEP=1; else OUT="$T/out"; mkdir -p "$OUT"; fi
+OUT=$(cd "$OUT" && pwd)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+note() { printf '%s\n' "$*" >> "$OUT/notes.tsv"; echo "peers.sh: $*" >&2; }
+: > "$OUT/runs.tsv"; : > "$OUT/commands.tsv"; : > "$OUT/scenarios.tsv"; : > "$OUT/notes.tsv"
+: > "$OUT/memory.tsv"
+printf '# scenario\ttool\trep\tstatus\twall_s\twire_bytes\tconnections\trc\n' >> "$OUT/runs.tsv"
+
+# --- the peer tools ----------------------------------------------------------------------
+declare -A PKG=([aria2c]=aria2 [axel]=axel [lftp]=lftp [rclone]=rclone [curl]=curl)
+IFS=, read -r -a TOOL_LIST <<< "$TOOLS"
+missing=()
+for t in "${TOOL_LIST[@]}"; do
+  [ "$t" = hydra ] && continue
+  [ -n "${PKG[$t]:-}" ] || { echo "peers.sh: unknown tool $t" >&2; exit 2; }
+  command -v "$t" >/dev/null || missing+=("${PKG[$t]}")
+done
+if [ ${#missing[@]} -gt 0 ] && [ "$INSTALL" = 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "peers.sh: installing ${missing[*]}" >&2
+  timeout 300 apt-get update -qq >/dev/null 2>&1 || true
+  DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 || true
+fi
+ACTIVE=()
+for t in "${TOOL_LIST[@]}"; do
+  if [ "$t" = hydra ] || command -v "$t" >/dev/null; then ACTIVE+=("$t")
+  else note "skipped $t: not installed (package ${PKG[$t]})"; fi
+done
+{
+  echo "versions:"
+  "$BIN/hydra" --version 2>/dev/null | head -1 || echo "hydra $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null)"
+  for t in "${ACTIVE[@]}"; do
+    case $t in
+      aria2c) aria2c --version | head -1 ;;
+      axel) axel --version | head -1 ;;
+      lftp) lftp --version | head -1 ;;
+      rclone) rclone version | head -1 ;;
+      curl) curl --version | head -1 ;;
+    esac
+  done
+} > "$OUT/versions.txt" 2>&1 || true
+: > "$T/rclone.conf"
+
+# tool_cmd TOOL OUTFILE URL... -> fills the array CMD. Single-source tools get the first URL
+# (the scenarios list the fastest, healthy mirror first: their best case).
+tool_cmd() {
+  local tool=$1 out=$2; shift 2
+  local first=$1
+  case $tool in
+    hydra) CMD=("$BIN/hydra" get -q "$@" -o "$out" --summary-json "$out.summary.json") ;;
+    aria2c) CMD=(aria2c -q --allow-overwrite=true --auto-file-renaming=false
+                 --file-allocation=none --console-log-level=error
+                 -x 16 -s 16 -k 1M --uri-selector=adaptive
+                 -d "$(dirname "$out")" -o "$(basename "$out")" "$@") ;;
+    axel) CMD=(axel -q -n 8 -o "$out" "$@") ;;
+    lftp) CMD=(lftp -c "set xfer:clobber on; pget -n 8 '$first' -o '$out'") ;;
+    rclone) CMD=(rclone --config "$T/rclone.conf" -q copyto
+                 --http-url "${first%/*}/" ":http:${first##*/}" "$out"
+                 --multi-thread-streams 8 --multi-thread-cutoff 1M) ;;
+    curl) CMD=(curl -sSf -o "$out" "$first") ;;
+  esac
+}
+
+show_cmd() { # CMD as one shell line, temporary paths shortened
+  python3 -c 'import shlex, sys
+q = lambda a: chr(34) + a + chr(34) if "\x27" in a and not any(c in a for c in "\"$`\\") else shlex.quote(a)
+print(" ".join(q(a) for a in sys.argv[1:]))' "${CMD[@]}" |
+    sed "s#$T/run#DIR#g; s#$BIN/##g; s#$T/#TMP/#g"
+}
+
+# --- processes ---------------------------------------------------------------------------
+start_bg() { # LOG CMD... ; sets LASTPID
+  "${@:2}" > "$1" 2>&1 &
+  LASTPID=$!
+  PIDS+=("$LASTPID")
+}
+stop_pid() { # PID: SIGINT, wait up to 5 s, then SIGKILL
+  local p=$1 i
+  kill -INT "$p" 2>/dev/null || return 0
+  for i in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$p" 2>/dev/null || true
+  wait "$p" 2>/dev/null || true
+}
+wait_lines() { # FILE PATTERN COUNT: up to 10 s
+  local i
+  for i in $(seq 1 200); do
+    [ "$(grep -c "$2" "$1" 2>/dev/null || true)" -ge "$3" ] && return 0
+    sleep 0.05
+  done
+  echo "peers.sh: timed out waiting for $2 in $1" >&2; cat "$1" >&2; return 1
+}
+wait_port() { # PORT: up to 10 s
+  local i
+  for i in $(seq 1 200); do
+    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "peers.sh: port $1 never opened" >&2; return 1
+}
+
+OBASE=28400; PBASE=28500
+
+# --- scenarios ---------------------------------------------------------------------------
+IFS=, read -r -a SCEN_LIST <<< "$SCENARIOS"
+for s in "${SCEN_LIST[@]}"; do
+  f="$REPO/bench/peers/$s.toml"
+  [ -f "$f" ] || { echo "peers.sh: no scenario $f" >&2; exit 2; }
+  eval "$($HELPER prepare "$f" "$T/$s.live.toml" $OBASE $PBASE)"
+  "$BIN/faultnet" check "$T/$s.live.toml" > /dev/null
+  TO=$(python3 -c "print(int(10 * $ORACLE + 30))")
+  printf '%s\t%s\t%s\t%s\t%s\n' "$s" "$SIZE" "$ORACLE" "$NLINKS" "$DESCRIPTION" >> "$OUT/scenarios.tsv"
+  echo "== $s: $DESCRIPTION (oracle ${ORACLE} s, timeout ${TO} s)" >&2
+  ORIGINS=()
+  URLS=()
+  for i in $(seq 0 $((NLINKS - 1))); do
+    start_bg "$T/serve$i.log" "$BIN/examples/serve" "$SIZE" 5 $((OBASE + i)) $ORIGIN_RATE
+    ORIGINS+=("$LASTPID")
+    URLS+=("http://127.0.0.1:$((PBASE + i))/object")
+  done
+  for i in $(seq 0 $((NLINKS - 1))); do wait_port $((OBASE + i)); done
+  # the reference copy: unshaped, straight from the first origin (no rate limit on it would be
+  # nicer, but a 1 MB/s origin still gives the right bytes)
+  if [ -z "$ORIGIN_RATE" ]; then
+    curl -sSf -o "$T/ref.bin" "http://127.0.0.1:$OBASE/object"
+    REF=$(sha256sum "$T/ref.bin" | cut -d' ' -f1)
+  else
+    # same object, same seed, from an unlimited origin of the same size
+    start_bg "$T/serve-ref.log" "$BIN/examples/serve" "$SIZE" 5 $((OBASE + 50))
+    refpid=$LASTPID
+    wait_port $((OBASE + 50))
+    curl -sSf -o "$T/ref.bin" "http://127.0.0.1:$((OBASE + 50))/object"
+    REF=$(sha256sum "$T/ref.bin" | cut -d' ' -f1)
+    stop_pid "$refpid"
+  fi
+  rm -f "$T/ref.bin"
+  declare -A DNF=()
+  for rep in $(seq 1 "$REPS"); do
+    n=${#ACTIVE[@]}
+    for k in $(seq 0 $((n - 1))); do
+      tool=${ACTIVE[$(((k + rep - 1) % n))]}
+      if [ -n "${DNF[$tool]:-}" ]; then
+        note "$s: $tool repetition $rep skipped (did not finish in repetition ${DNF[$tool]})"
+        continue
+      fi
+      d="$T/run"; rm -rf "$d"; mkdir -p "$d"
+      out="$d/out.bin"
+      tool_cmd "$tool" "$out" "${URLS[@]}"
+      printf '%s\t%s\t%s\n' "$s" "$tool" "$(show_cmd)" >> "$OUT/commands.tsv"
+      start_bg "$d/proxy.log" "$BIN/faultnet" proxy --scenario "$T/$s.live.toml" --seed 1 \
+        --stats "$d/stats.json"
+      proxy=$LASTPID
+      wait_lines "$d/proxy.log" "listening on" "$NLINKS"
+      t0=$EPOCHREALTIME
+      rc=0
+      (cd "$d" && timeout -k 5 "$TO" "${CMD[@]}" > "$d/tool.log" 2>&1) || rc=$?
+      t1=$EPOCHREALTIME
+      stop_pid "$proxy"
+      wall=$(python3 -c "print(f'{$t1 - $t0:.3f}')")
+      wl=$($HELPER wire "$d/stats.json" 2>/dev/null || echo "0 0")
+      read -r wirebytes conns <<< "${wl%%$'\n'*}"
+      if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then status=dnf; DNF[$tool]=$rep
+      elif [ "$rc" != 0 ]; then status=fail
+      elif [ ! -f "$out" ] || [ "$(sha256sum "$out" | cut -d' ' -f1)" != "$REF" ]; then status=bad
+      else status=ok; fi
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$tool" "$rep" "$status" "$wall" \
+        "$wirebytes" "$conns" "$rc" >> "$OUT/runs.tsv"
+      echo "   rep $rep $tool: $status ${wall} s, wire $wirebytes, $conns conn" >&2
+      if [ "$status" != ok ]; then
+        note "$s rep $rep $tool: $status (exit $rc): $(tail -c 300 "$d/tool.log" | tr '\n\t' '  ')"
+      fi
+      mkdir -p "$OUT/raw/$s"
+      cp "$d/stats.json" "$OUT/raw/$s/$tool-$rep.stats.json" 2>/dev/null || true
+      [ "$tool" = hydra ] && cp "$out.summary.json" "$OUT/raw/$s/hydra-$rep.summary.json" 2>/dev/null || true
+      rm -rf "$d"
+    done
+  done
+  unset DNF
+  for p in "${ORIGINS[@]}"; do stop_pid "$p"; done
+done
+
+# --- memory --------------------------------------------------------------------------------
+if [ "$MEMORY" = 1 ]; then
+  printf '# size\ttool\tstatus\tmaxrss_kb\twall_s\n' >> "$OUT/memory.tsv"
+  for sz in 1M 32M 1Gi; do
+    port=$((OBASE + 60))
+    start_bg "$T/serve-mem.log" "$BIN/examples/serve" "$sz" 3 $port
+    mempid=$LASTPID
+    wait_port $port
+    url="http://127.0.0.1:$port/object"
+    curl -sSf -o "$T/ref.bin" "$url"
+    REF=$(sha256sum "$T/ref.bin" | cut -d' ' -f1); rm -f "$T/ref.bin"
+    for tool in "${ACTIVE[@]}"; do
+      d="$T/run"; rm -rf "$d"; mkdir -p "$d"; out="$d/out.bin"
+      tool_cmd "$tool" "$out" "$url"
+      printf '%s\t%s\t%s\n' "memory" "$tool" "$(show_cmd)" >> "$OUT/commands.tsv"
+      rc=0
+      (cd "$d" && /usr/bin/time -v -o "$d/time.txt" timeout -k 5 300 "${CMD[@]}" > "$d/tool.log" 2>&1) || rc=$?
+      rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$d/time.txt" 2>/dev/null || echo 0)
+      el=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$d/time.txt" 2>/dev/null | \
+        python3 -c "import sys; p=sys.stdin.read().strip().split(':'); print(sum(float(x)*60**i for i,x in enumerate(reversed(p))) if p!=[''] else 0)")
+      if [ "$rc" != 0 ]; then status="fail($rc)"
+      elif [ "$(sha256sum "$out" | cut -d' ' -f1)" != "$REF" ]; then status=bad
+      else status=ok; fi
+      printf '%s\t%s\t%s\t%s\t%s\n' "$sz" "$tool" "$status" "${rss:-0}" "${el:-0}" >> "$OUT/memory.tsv"
+      echo "   memory $sz $tool: $status rss ${rss:-?} kB, ${el:-?} s" >&2
+      rm -rf "$d"
+    done
+    stop_pid "$mempid"
+  done
+fi
+
+# --- report --------------------------------------------------------------------------------
+{
+  echo "# peers: $(date -u +%Y-%m-%dT%H:%MZ), $REPS repetitions, $(nproc) cores"
+  echo
+  echo '```'
+  cat "$OUT/versions.txt"
+  echo '```'
+  echo
+  $HELPER report "$OUT"
+} > "$OUT/report.md"
+cat "$OUT/report.md"
+[ "$KEEP" = 1 ] && echo "peers.sh: raw results in $OUT" >&2
+exit 0
