@@ -266,7 +266,7 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
             m.name,
             s.input.scheme.name(),
             100.0 * report.bytes_per_source[i] as f64 / size as f64,
-            report.limits[i]
+            done.limit_reason(i)
         );
     }
     for p in proxies {

@@ -183,6 +183,19 @@ pub struct Done {
     pub fetched: u64,
     /// Bytes already on disk at the start (a resume).
     pub already: u64,
+    /// Per source, the last limit reason seen while it had connections (the engine's final
+    /// one speaks of the end, when every connection has closed).
+    pub limits_seen: Vec<Option<hydra_core::LimitReason>>,
+}
+
+impl Done {
+    /// Why source `i` had the connections it had, in words.
+    pub fn limit_reason(&self, i: usize) -> String {
+        match self.limits_seen.get(i).copied().flatten() {
+            Some(r) => r.to_string(),
+            None => self.report.limits[i].to_string(),
+        }
+    }
 }
 
 type Failure = (Exit, String);
@@ -734,7 +747,7 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
     ));
     let engine = Engine::new(engine_opts);
     let result = engine.run(&probed, sink.clone(), &already, Some(tx)).await;
-    let _ = shown.await;
+    let limits_seen = shown.await.unwrap_or_default();
     let _ = stop_tx.send(true);
     let _ = ck.await;
     let report = match result {
@@ -773,6 +786,7 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
         fetched: sink.fetched(),
         already: already_bytes,
         probed,
+        limits_seen,
     })
 }
 
@@ -795,7 +809,7 @@ fn sources_summary(done: &Done) -> Vec<SourceSummary> {
             url: s.input.endpoint.to_string(),
             bytes: r.bytes_per_source[i],
             failures: r.failures[i].0,
-            limit_reason: r.limits[i].to_string(),
+            limit_reason: done.limit_reason(i),
         })
         .collect()
 }

@@ -7,7 +7,7 @@
 //! * **Verbose lines** (`-v`): repairs, grade changes, limit changes, failed fetches.
 //! * **JSON** (`--json`): one event per line on stdout; the schema is in `docs/cli.md`.
 
-use hydra_core::{ConnId, FetchId, Notice, SourceId};
+use hydra_core::{ConnId, FetchId, LimitReason, Notice, SourceId};
 use hydra_scheme::EngineEvent;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
@@ -94,7 +94,8 @@ pub async fn run(
     urls: Vec<String>,
     size: u64,
     already: u64,
-) {
+) -> Vec<Option<LimitReason>> {
+    let mut seen: Vec<Option<LimitReason>> = vec![None; urls.len()];
     let mut bars = ui.bars.then(|| Bars::new(size, already));
     let mut live: BTreeSet<(usize, u16)> = BTreeSet::new();
     let mut last_done = already;
@@ -139,6 +140,13 @@ pub async fn run(
                             })).collect::<Vec<_>>(),
                         }),
                     );
+                }
+                for (i, r) in p.limits.iter().enumerate() {
+                    if serving(r) > 0 {
+                        if let Some(slot) = seen.get_mut(i) {
+                            *slot = Some(*r);
+                        }
+                    }
                 }
                 last_done = p.done;
                 last_t = p.elapsed;
@@ -195,6 +203,19 @@ pub async fn run(
     }
     if let Some(b) = bars {
         b.finish();
+    }
+    seen
+}
+
+/// The connection count a limit reason speaks of.
+pub fn serving(r: &LimitReason) -> usize {
+    match *r {
+        LimitReason::None => 0,
+        LimitReason::Measuring { level } => level,
+        LimitReason::Measured { chosen, .. } => chosen,
+        LimitReason::Ceiling { serving }
+        | LimitReason::Refused { serving }
+        | LimitReason::Starved { serving } => serving,
     }
 }
 
@@ -268,9 +289,9 @@ impl Bars {
         let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         let mp = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(8));
         let template = if color {
-            "{bar:40.cyan/blue} {percent:>3}% {bytes:>10}/{total_bytes:<10} {bytes_per_sec:>12}  ETA {eta}"
+            "{bar:40.cyan/blue} {percent:>3}% {decimal_bytes:>10}/{decimal_total_bytes:<10} {decimal_bytes_per_sec:>12}  ETA {eta}"
         } else {
-            "{bar:40} {percent:>3}% {bytes:>10}/{total_bytes:<10} {bytes_per_sec:>12}  ETA {eta}"
+            "{bar:40} {percent:>3}% {decimal_bytes:>10}/{decimal_total_bytes:<10} {decimal_bytes_per_sec:>12}  ETA {eta}"
         };
         let overall = mp.add(ProgressBar::new(size));
         overall.set_style(
