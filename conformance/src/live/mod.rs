@@ -244,8 +244,8 @@ pub fn known_failures() -> Vec<KnownFailure> {
     ]
 }
 
-/// Added to W for the engine's tick and backoff granularity.
-pub const LIVENESS_SLACK: Duration = Duration::from_millis(500);
+/// Added to W for the engine's tick and backoff granularity and a loaded 2-core machine.
+pub const LIVENESS_SLACK: Duration = Duration::from_secs(1);
 
 impl Default for SuiteOptions {
     fn default() -> Self {
@@ -366,7 +366,7 @@ pub async fn run_all(suts: Vec<SchemeUnderTest>, opts: &SuiteOptions) -> SuiteRe
                 .is_some_and(|t| t.outcome == Outcome::Pass);
             if passed && (k.scheme == "*" || k.scheme == r.scheme) {
                 out.notes.push(format!(
-                    "known failure {} passed for {}: remove it from the list",
+                    "known failure {} passed for {} this run (remove it from the list once it passes every run)",
                     k.trial, r.scheme
                 ));
             }
