@@ -71,7 +71,7 @@ pub struct Socks5Proxy {
 /// | `pasv_host` | [`PasvHost::Refuse`] |
 /// | `max_sessions_per_host` | 4 |
 /// | `pool_idle_timeout` | 30 s |
-/// | `revalidate_after` | 1 s (a session idle longer re-checks `SIZE`/`MDTM` before `RETR`) |
+/// | `revalidate_after` | 0 s: every `RETR` is preceded by `SIZE` and `MDTM` (two round trips), because a file replaced between two ranges must never be spliced; raise it to trade that guarantee for setup cost |
 /// | `anonymous_password` | `hydra@` |
 /// | `ftps` | [`FtpsMode::Never`] (`ftps://` URLs use explicit FTPS) |
 /// | `extra_roots` | none (built-in `webpki-roots` are always trusted) |
@@ -142,7 +142,7 @@ impl Default for FtpOptions {
             pasv_host: PasvHost::Refuse,
             max_sessions_per_host: 4,
             pool_idle_timeout: Duration::from_secs(30),
-            revalidate_after: Duration::from_secs(1),
+            revalidate_after: Duration::ZERO,
             anonymous_password: "hydra@".to_owned(),
             ftps: FtpsMode::Never,
             extra_roots: Vec::new(),

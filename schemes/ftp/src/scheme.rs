@@ -296,15 +296,22 @@ impl FtpScheme {
                 Ok(Ok(())) => Some(226),
                 _ => None,
             };
-            return Err(if code == Some(226) {
-                ErrorKind::ObjectChanged {
-                    detail: format!("transfer completed at byte {at}, the probe said {size}"),
-                }
-            } else {
-                ErrorKind::Truncated {
-                    expected: writer.bound().hi(),
-                    got: at,
-                }
+            let truncated = ErrorKind::Truncated {
+                expected: writer.bound().hi(),
+                got: at,
+            };
+            if code != Some(226) {
+                return Err(truncated);
+            }
+            // The server says it sent everything, yet the data ended early: either the file is
+            // shorter now, or the network cut the data connection (a proxy or middlebox can
+            // close it after the server finished writing). SIZE and MDTM tell which.
+            return Err(match s.facts(&path, self.options.reply_timeout).await {
+                Ok(f) => match check_same(&expect, &f) {
+                    Ok(()) => truncated,
+                    Err(changed) => changed,
+                },
+                Err(_) => truncated,
             });
         }
         if at >= size {
