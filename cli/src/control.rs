@@ -171,6 +171,46 @@ pub struct PartSink {
     inner: hydra_scheme::FileSink,
     already: RangeSet,
     again: AtomicU64,
+    limit: Option<std::sync::Mutex<Bucket>>,
+}
+
+/// `--limit-rate`: a token bucket over every write, whatever the connection. A write that
+/// overdraws it waits out the debt (outside the runtime's cooperative scheduling:
+/// `block_in_place`), so the socket buffers fill and the sources are slowed by flow control.
+#[derive(Debug)]
+struct Bucket {
+    rate: f64,
+    burst: f64,
+    tokens: f64,
+    last: std::time::Instant,
+}
+
+impl Bucket {
+    /// Takes `n` tokens; how long to wait for them.
+    fn take(&mut self, n: u64) -> Duration {
+        let now = std::time::Instant::now();
+        let dt = now.duration_since(self.last).as_secs_f64();
+        self.last = now;
+        self.tokens = (self.tokens + dt * self.rate).min(self.burst) - n as f64;
+        if self.tokens >= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(-self.tokens / self.rate)
+        }
+    }
+}
+
+fn wait(d: Duration) {
+    if d.is_zero() {
+        return;
+    }
+    let multi = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi {
+        tokio::task::block_in_place(|| std::thread::sleep(d));
+    } else {
+        std::thread::sleep(d);
+    }
 }
 
 impl PartSink {
@@ -180,7 +220,20 @@ impl PartSink {
             inner,
             already,
             again: AtomicU64::new(0),
+            limit: None,
         }
+    }
+
+    /// Limits writes to `rate` bytes per second over all connections.
+    pub fn with_limit(mut self, rate: u64) -> Self {
+        let rate = rate.max(1) as f64;
+        self.limit = Some(std::sync::Mutex::new(Bucket {
+            rate,
+            burst: (rate * 0.1).max(64.0 * 1024.0),
+            tokens: 0.0,
+            last: std::time::Instant::now(),
+        }));
+        self
     }
 
     /// Bytes written by this run.
@@ -201,6 +254,13 @@ impl Sink for PartSink {
                 self.again.fetch_add(again, Ordering::Relaxed);
                 tracing::warn!(range = %r, bytes = again, "a resumed range was fetched again");
             }
+        }
+        if let Some(b) = &self.limit {
+            let d = b
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(data.len() as u64);
+            wait(d);
         }
         self.inner.write_at(offset, data)
     }
@@ -251,6 +311,22 @@ mod tests {
         assert_eq!(back.written_set(), w);
         assert!(back.sources[0].probe().same_object(&probe));
         assert!(!dir.path().join("f.hydra-part.json.tmp").exists());
+    }
+
+    #[test]
+    fn the_bucket_charges_a_debt_at_the_rate() {
+        let mut b = Bucket {
+            rate: 1000.0,
+            burst: 100.0,
+            tokens: 0.0,
+            last: std::time::Instant::now(),
+        };
+        let d = b.take(500);
+        // 500 tokens owed at 1000/s: about half a second (less the few µs since `last`).
+        assert!(
+            d <= Duration::from_millis(500) && d > Duration::from_millis(400),
+            "{d:?}"
+        );
     }
 
     #[test]

@@ -36,15 +36,20 @@ pub struct DemoArgs {
     /// Keep the downloaded file at this path instead of deleting it.
     #[arg(long)]
     pub keep: Option<std::path::PathBuf>,
+    /// Which mirror's link collapses to 5 % two seconds in.
+    #[arg(long, value_enum, default_value_t = Proto::Http)]
+    pub collapse: Proto,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Proto {
+/// A protocol of the demo's mirrors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Proto {
     Http,
     Ftp,
     Sftp,
 }
 
+#[derive(Clone, Copy)]
 struct Mirror {
     name: &'static str,
     proto: Proto,
@@ -53,7 +58,7 @@ struct Mirror {
     collapse_at: Option<Duration>,
 }
 
-const MIRRORS: [Mirror; 3] = [
+const MIRRORS_BASE: [Mirror; 3] = [
     Mirror {
         name: "mirror-a",
         proto: Proto::Http,
@@ -73,9 +78,22 @@ const MIRRORS: [Mirror; 3] = [
         proto: Proto::Sftp,
         rate: 3e6,
         delay_ms: 25,
-        collapse_at: Some(Duration::from_secs(2)),
+        collapse_at: None,
     },
 ];
+
+const COLLAPSE_AT: Duration = Duration::from_secs(2);
+
+/// The mirrors, with `collapse`'s link collapsing at [`COLLAPSE_AT`].
+fn mirrors(collapse: Proto) -> Vec<Mirror> {
+    MIRRORS_BASE
+        .iter()
+        .map(|m| Mirror {
+            collapse_at: (m.proto == collapse).then_some(COLLAPSE_AT),
+            ..*m
+        })
+        .collect()
+}
 
 const COLLAPSE_TO: f64 = 0.05;
 
@@ -111,13 +129,14 @@ pub async fn main(args: DemoArgs) -> Exit {
 async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
     let size = args.size_mb.max(1) * 1_000_000;
     let internal = |e: String| (Exit::Internal, e);
+    let mirrors = mirrors(args.collapse);
     let dir = std::env::temp_dir().join(format!("hydra-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| (Exit::Disk, e.to_string()))?;
     let mut origins = Vec::new();
     let mut proxies: Vec<ProxyHandle> = Vec::new();
     let mut known_hosts = String::new();
     let mut urls = Vec::new();
-    for m in &MIRRORS {
+    for m in &mirrors {
         let o = match m.proto {
             Proto::Http => Running::Http(
                 hydra_scheme_http::origin::Origin::start(hydra_scheme_http::origin::OriginConfig {
@@ -196,7 +215,7 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
     .map_err(internal)?;
     let mut inputs = Vec::new();
     let mut labels = Vec::new();
-    for (m, u) in MIRRORS.iter().zip(&urls) {
+    for (m, u) in mirrors.iter().zip(&urls) {
         let endpoint = Endpoint::parse(u).map_err(|e| internal(e.to_string()))?;
         let scheme = registry
             .for_endpoint(&endpoint)
@@ -208,9 +227,9 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
     eprintln!(
         "hydra demo: {} MB from {} mirrors over three protocols, each behind an emulated link:",
         size / 1_000_000,
-        MIRRORS.len()
+        mirrors.len()
     );
-    for (m, i) in MIRRORS.iter().zip(&inputs) {
+    for (m, i) in mirrors.iter().zip(&inputs) {
         let c = m
             .collapse_at
             .map(|t| format!(", collapses to {:.0} % at {:?}", COLLAPSE_TO * 100.0, t))
@@ -236,6 +255,7 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
         resume: false,
         restart_on_change: false,
         checksum: None,
+        limit_rate: None,
         ui: Ui {
             bars: tty,
             verbose: false,
@@ -247,7 +267,7 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
     .await?;
     verify(&out, args.seed, size)?;
     let report = &done.report;
-    let oracle = oracle(size);
+    let oracle = oracle(&mirrors, size);
     eprintln!(
         "hydra demo: {} bytes verified byte for byte in {:.2} s — fluid oracle {:.2} s, ratio {:.3}",
         size,
@@ -260,7 +280,7 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
         report.requests, report.repairs, report.admissions, report.waste_bytes
     );
     for (i, s) in done.probed.sources.iter().enumerate() {
-        let m = &MIRRORS[i.min(MIRRORS.len() - 1)];
+        let m = &mirrors[i.min(mirrors.len() - 1)];
         eprintln!(
             "  {} {:<5} {:5.1} % of the bytes; {}",
             m.name,
@@ -306,13 +326,13 @@ fn verify(path: &std::path::Path, seed: u64, size: u64) -> Result<(), (Exit, Str
 
 /// The fluid oracle for the demo's links: the time by which their combined capacity (the
 /// collapsing one at 5 % after its collapse) carries `size` bytes, after one round trip.
-fn oracle(size: u64) -> f64 {
-    let start = MIRRORS
+fn oracle(mirrors: &[Mirror], size: u64) -> f64 {
+    let start = mirrors
         .iter()
         .map(|m| 2.0 * m.delay_ms as f64 / 1000.0)
         .fold(f64::INFINITY, f64::min);
-    let full: f64 = MIRRORS.iter().map(|m| m.rate).sum();
-    let after: f64 = MIRRORS
+    let full: f64 = mirrors.iter().map(|m| m.rate).sum();
+    let after: f64 = mirrors
         .iter()
         .map(|m| {
             if m.collapse_at.is_some() {
@@ -322,7 +342,7 @@ fn oracle(size: u64) -> f64 {
             }
         })
         .sum();
-    let t_c = MIRRORS
+    let t_c = mirrors
         .iter()
         .filter_map(|m| m.collapse_at)
         .map(|d| d.as_secs_f64())

@@ -85,6 +85,10 @@ pub struct GetArgs {
     /// Connect, reply and idle-read deadline per protocol step, seconds (also the probe's).
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
+    /// Limit the download to RATE bytes/s over all connections (suffixes k, M, G: powers of
+    /// 1024, as curl).
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    pub limit_rate: Option<u64>,
     /// Consecutive failures after which a mirror is given up.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub retries: u32,
@@ -169,6 +173,8 @@ pub struct Job {
     pub restart_on_change: bool,
     /// `--checksum`.
     pub checksum: Option<Checksum>,
+    /// `--limit-rate`, bytes/s.
+    pub limit_rate: Option<u64>,
     /// What to show.
     pub ui: Ui,
 }
@@ -380,8 +386,27 @@ fn job(args: &GetArgs) -> Result<Job, Failure> {
         resume: args.resume,
         restart_on_change: args.restart_on_change,
         checksum: args.checksum.clone(),
+        limit_rate: args.limit_rate,
         ui: Ui::new(args.quiet, args.verbose, args.json),
     })
+}
+
+/// `500k`, `2M`, `1.5M`, `1048576`: bytes per second, suffixes in powers of 1024.
+fn parse_rate(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mul) = match t.chars().last().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => (&t[..t.len() - 1], 1024.0),
+        Some('m') => (&t[..t.len() - 1], 1024.0 * 1024.0),
+        Some('g') => (&t[..t.len() - 1], 1024.0 * 1024.0 * 1024.0),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a rate such as 500k or 2M"))?;
+    if !(v.is_finite() && v * mul >= 1.0) {
+        return Err(format!("{s:?}: a rate is at least 1 byte/s"));
+    }
+    Ok((v * mul) as u64)
 }
 
 /// The last path segment of a URL, percent-decoded, when it is a usable file name.
@@ -528,6 +553,7 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
         resume,
         restart_on_change,
         checksum,
+        limit_rate,
         ui,
     } = job;
     let part = part_path(&output);
@@ -709,7 +735,11 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
             json!({"already": already_bytes, "missing": size - already_bytes}),
         );
     }
-    let sink = Arc::new(PartSink::new(file, already.clone()));
+    let mut sink = PartSink::new(file, already.clone());
+    if let Some(r) = limit_rate {
+        sink = sink.with_limit(r);
+    }
+    let sink = Arc::new(sink);
 
     // Checkpoints: every 500 ms, the written set, then fsync, then the control file.
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
@@ -850,6 +880,21 @@ fn classify(e: EngineError) -> Failure {
         EngineError::AllSourcesFailed(_) => Exit::AllFailed,
         EngineError::Sink(_) => Exit::Disk,
         EngineError::Coverage(_) => Exit::Internal,
+        EngineError::ObjectChanged(..) => Exit::Changed,
     };
     (code, msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_rate;
+
+    #[test]
+    fn rates_take_curl_suffixes() {
+        assert_eq!(parse_rate("500k"), Ok(512_000));
+        assert_eq!(parse_rate("2M"), Ok(2 * 1024 * 1024));
+        assert_eq!(parse_rate("1000"), Ok(1000));
+        assert!(parse_rate("fast").is_err());
+        assert!(parse_rate("0").is_err());
+    }
 }

@@ -136,6 +136,24 @@ async fn a_checksum_mismatch_exits_6_and_leaves_no_file() {
     assert!(std::fs::read(&out).unwrap() == object(3, 200_000));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_download_is_byte_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = http_origin(600_000, 8).await;
+    let out = dir.path().join("f.bin");
+    let r = hydra(&args(&[
+        "get",
+        &h.url("/f.bin"),
+        "-o",
+        &path(&out),
+        "--limit-rate",
+        "2M",
+    ]))
+    .await;
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    assert!(std::fs::read(&out).unwrap() == object(8, 600_000));
+}
+
 /// Starts a rate-limited transfer, kills it, and returns (output, control file path,
 /// recorded bytes).
 async fn partial(
