@@ -25,6 +25,8 @@ pub enum Exit {
     AllFailed = 7,
     /// The output could not be written.
     Disk = 8,
+    /// Interrupted (SIGINT / Ctrl-C) after a last checkpoint: `-c` resumes (128 + SIGINT).
+    Interrupted = 130,
 }
 
 impl Exit {
@@ -40,6 +42,7 @@ impl Exit {
             Exit::Checksum => "checksum",
             Exit::AllFailed => "all_failed",
             Exit::Disk => "disk",
+            Exit::Interrupted => "interrupted",
         }
     }
 }
@@ -66,6 +69,7 @@ mod tests {
             (Exit::Checksum, 6),
             (Exit::AllFailed, 7),
             (Exit::Disk, 8),
+            (Exit::Interrupted, 130),
         ];
         for (e, n) in all {
             assert_eq!(e as u8, n, "{e:?}");

@@ -13,6 +13,7 @@ use crate::schemes::{parse_proxy, registry, NetOptions};
 use crate::ui::{self, emit, mb, Ui};
 use clap::Args;
 use hydra_core::{Concurrency, Config};
+use hydra_scheme::Sink as _;
 use hydra_scheme::{
     Endpoint, Engine, EngineError, EngineOptions, ErrorKind, FileSink, Probe, Probed, ProbedSource,
     RangeSet, Report, SourceInput, Validator,
@@ -776,16 +777,30 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
         already_bytes,
     ));
     let engine = Engine::new(engine_opts);
-    let result = engine.run(&probed, sink.clone(), &already, Some(tx)).await;
+    let result = tokio::select! {
+        r = engine.run(&probed, sink.clone(), &already, Some(tx)) => Some(r),
+        _ = tokio::signal::ctrl_c() => None,
+    };
     let limits_seen = shown.await.unwrap_or_default();
     let _ = stop_tx.send(true);
     let _ = ck.await;
     let report = match result {
-        Ok(r) => r,
-        Err(e) => {
+        Some(Ok(r)) => r,
+        failed => {
             let (s, c, p) = (sink.clone(), control.clone(), ctl_path.clone());
             let _ = tokio::task::spawn_blocking(move || checkpoint(&s, c, &p)).await;
-            return Err(classify(e));
+            return Err(match failed {
+                Some(Err(e)) => classify(e),
+                _ => (
+                    Exit::Interrupted,
+                    format!(
+                        "interrupted; {} of {} bytes kept in {} (resume with -c)",
+                        sink.written().len_bytes(),
+                        size,
+                        part.display()
+                    ),
+                ),
+            });
         }
     };
     if let Some(c) = &checksum {

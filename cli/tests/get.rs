@@ -345,3 +345,60 @@ async fn schemes_lists_every_protocol_and_completions_print() {
     assert_eq!(r.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&r.stdout).contains("hydra"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_checkpoints_exits_130_and_continue_finishes() {
+    use tokio::io::AsyncBufReadExt;
+    let size = 3_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let h = http_origin(size, 6).await;
+    h.set(Misbehaviour {
+        rate_limit: Some(300_000),
+        ..Misbehaviour::default()
+    });
+    let url = h.url("/obj.bin");
+    let out = dir.path().join("obj.bin");
+    let a = args(&["get", &url, "-o", &path(&out), "--json"]);
+    let mut child = hydra_cmd(&a)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let progressed = tokio::time::timeout(BOUND, async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            if l.contains("\"event\":\"progress\"") && !l.contains("\"done\":0,") {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap();
+    assert!(progressed);
+    let pid = child.id().unwrap().to_string();
+    let k = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(k.success());
+    let mut last = String::new();
+    while let Ok(Some(l)) = tokio::time::timeout(BOUND, lines.next_line())
+        .await
+        .unwrap()
+    {
+        last = l;
+    }
+    let status = tokio::time::timeout(BOUND, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{last}");
+    assert!(last.contains("\"interrupted\""), "{last}");
+    assert!(!out.exists());
+    assert!(recorded(&dir.path().join("obj.bin.hydra-part.json")) > 0);
+    h.set(Misbehaviour::default());
+    let r = hydra(&args(&["get", &url, "-o", &path(&out), "-c"])).await;
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    assert!(std::fs::read(&out).unwrap() == object(6, size));
+}
