@@ -27,8 +27,9 @@ use std::time::Duration;
 /// Arguments of `hydra demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Object size in MB.
-    #[arg(long, default_value_t = 24)]
+    /// Object size in MB (96: long enough for the concurrency search to measure a second
+    /// connection per mirror and for the collapse to be repaired).
+    #[arg(long, default_value_t = 96)]
     pub size_mb: u64,
     /// Seed of the object's content and of the links' randomness.
     #[arg(long, default_value_t = 1)]
