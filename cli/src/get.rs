@@ -258,7 +258,7 @@ pub async fn main(args: GetArgs) -> Exit {
                     String::new()
                 };
                 eprintln!(
-                    "hydra: {}: {} in {:.2} s ({}/s) from {} source{}, {} requests, {} repairs{}{resumed}",
+                    "hydra: {}: {} in {:.2} s ({}/s) from {} source{}, {} request{}, {} repair{}{}{resumed}",
                     output.display(),
                     mb(r.size as f64),
                     secs,
@@ -266,7 +266,9 @@ pub async fn main(args: GetArgs) -> Exit {
                     done.probed.sources.len(),
                     if done.probed.sources.len() == 1 { "" } else { "s" },
                     r.requests,
+                    if r.requests == 1 { "" } else { "s" },
                     r.repairs,
+                    if r.repairs == 1 { "" } else { "s" },
                     if args.checksum.is_some() { ", checksum ok" } else { "" },
                 );
                 if ui.verbose {
@@ -652,7 +654,7 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
                 None => kept.push((input, label, probe)),
                 Some(why) => {
                     let url = input.endpoint.to_string();
-                    let reason = format!("{why} than {}; not combined", kept[0].0.endpoint);
+                    let reason = format!("{why} at {}; not combined", kept[0].0.endpoint);
                     warn(ui, &url, &reason);
                     dropped.push((url, reason));
                 }

@@ -201,6 +201,11 @@ pub async fn run(
             }
         }
     }
+    if ui.json {
+        for (s, c) in live {
+            emit("conn_down", json!({"source": s, "conn": c}));
+        }
+    }
     if let Some(b) = bars {
         b.finish();
     }
