@@ -643,6 +643,10 @@ impl Scheduler {
     pub fn is_dead(&self, source: SourceId) -> bool {
         self.sources[source.0 as usize].dead
     }
+    /// Failures of `source` since its last fetch that finished (or delivered substantially).
+    pub fn consecutive_failures(&self, source: SourceId) -> u32 {
+        self.sources[source.0 as usize].failures
+    }
     /// The health grade of a live fetch.
     pub fn grade(&self, fetch: FetchId) -> Option<Grade> {
         self.slot_of(fetch)

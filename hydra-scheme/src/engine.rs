@@ -195,6 +195,10 @@ pub enum EngineError {
     /// The scheduler said complete but the sink disagrees: never reported as success.
     #[error("coverage check failed: {0}")]
     Coverage(String),
+    /// A source that contributed bytes describes a different object at the end of the
+    /// transfer than at its probe: the file could mix two versions, so it is not complete.
+    #[error("{0}: object changed during the transfer: {1}")]
+    ObjectChanged(String, String),
 }
 
 fn join(v: &[(String, String)]) -> String {
@@ -311,6 +315,7 @@ impl Engine {
                 }
             })
             .collect();
+        let ranged: Vec<bool> = specs.iter().map(|s| s.caps.ranged).collect();
         let mut sched = Scheduler::new(size, specs, self.opts.config.clone());
         for r in already.iter() {
             sched.mark_done(r);
@@ -403,11 +408,28 @@ impl Engine {
                     } => {
                         let src = source.0 as usize;
                         let tx2 = tx.clone();
+                        // A source without ranges streams from byte 0: the bytes below the
+                        // range are dropped (as waste) before they reach the sink or the
+                        // scheduler.
+                        let skip = if ranged[src] { 0 } else { range.lo };
                         let observer = Arc::new(move |e: FetchEvent| {
-                            let _ = tx2.send(Msg::Event(e));
+                            for e in below(skip, e).into_iter().flatten() {
+                                let _ = tx2.send(Msg::Event(e));
+                            }
                         });
+                        let (fetch_range, fetch_sink): (ByteRange, Arc<dyn Sink>) = if skip > 0 {
+                            (
+                                ByteRange::new(0, range.hi),
+                                Arc::new(SkipBelow {
+                                    inner: sink.clone(),
+                                    lo: skip,
+                                }),
+                            )
+                        } else {
+                            (range, sink.clone())
+                        };
                         let (bound, writer) =
-                            RangeWriter::for_range(fetch, range, sink.clone(), observer);
+                            RangeWriter::for_range(fetch, fetch_range, fetch_sink, observer);
                         let req = FetchRequest {
                             endpoint: endpoints[src].clone(),
                             expect: probed.sources[src].probe.clone(),
@@ -499,6 +521,51 @@ impl Engine {
                 _ = tokio::time::sleep(deadline) => {}
             }
         }
+        // Every source that contributed bytes must still describe the object its probe saw:
+        // per-range checks cannot see a file rewritten in place under a running read, and weak
+        // validators are only re-read between ranges. The sources are asked again together,
+        // each for at most the stall timeout. A source that is dead or whose last fetch failed
+        // is not asked (its bytes passed every per-range check, and it may be hung); one that
+        // cannot answer is logged, not failed.
+        let checks: Vec<_> = probed
+            .sources
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                let id = SourceId(*i as u16);
+                sched.source_bytes(id) > 0
+                    && !sched.is_dead(id)
+                    && sched.consecutive_failures(id) == 0
+            })
+            .map(|(_, s)| {
+                let s = s.clone();
+                let limit = self.opts.probe_timeout.min(self.opts.config.stall_timeout);
+                tokio::spawn(async move {
+                    let again =
+                        tokio::time::timeout(limit, s.input.scheme.probe(&s.input.endpoint)).await;
+                    (s, again)
+                })
+            })
+            .collect();
+        for c in checks {
+            let Ok((s, again)) = c.await else { continue };
+            match again {
+                Ok(Ok(p)) => {
+                    if let Some(why) = changed(&s.probe, &p) {
+                        return Err(EngineError::ObjectChanged(
+                            s.input.endpoint.to_string(),
+                            why,
+                        ));
+                    }
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(source = %s.input.endpoint, error = %e, "cannot re-check the object at the end")
+                }
+                Err(_) => {
+                    tracing::warn!(source = %s.input.endpoint, "re-checking the object at the end timed out")
+                }
+            }
+        }
         sink.finish().map_err(EngineError::Sink)?;
         let written = sink.written();
         let overlap = sink.overlap_bytes();
@@ -561,6 +628,78 @@ fn progress(s: &Scheduler, now: Duration) -> Progress {
     }
 }
 
+/// What differs between a source's probe and a later look at it, if anything.
+fn changed(was: &Probe, now: &Probe) -> Option<String> {
+    if was.same_object(now) {
+        return None;
+    }
+    Some(if was.size != now.size {
+        format!("size {} became {}", was.size, now.size)
+    } else if was.validator != now.validator {
+        format!("validator {:?} became {:?}", was.validator, now.validator)
+    } else {
+        format!(
+            "modification time {:?} became {:?}",
+            was.last_modified, now.last_modified
+        )
+    })
+}
+
+/// Splits a fetch event for a stream that starts at byte 0 but serves a range from `skip`:
+/// bytes below `skip` become waste.
+fn below(skip: u64, e: FetchEvent) -> [Option<FetchEvent>; 2] {
+    let FetchEventKind::Bytes { offset, len } = e.kind else {
+        return [Some(e), None];
+    };
+    if skip == 0 || offset >= skip {
+        return [Some(e), None];
+    }
+    let end = offset + len;
+    let waste = FetchEvent {
+        fetch: e.fetch,
+        kind: FetchEventKind::Waste {
+            bytes: end.min(skip) - offset,
+        },
+    };
+    let kept = (end > skip).then(|| FetchEvent {
+        fetch: e.fetch,
+        kind: FetchEventKind::Bytes {
+            offset: skip,
+            len: end - skip,
+        },
+    });
+    [Some(waste), kept]
+}
+
+/// A sink that drops writes below `lo` (the prefix a stream without ranges must read through).
+struct SkipBelow {
+    inner: Arc<dyn Sink>,
+    lo: u64,
+}
+
+impl Sink for SkipBelow {
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        let end = offset + data.len() as u64;
+        if end <= self.lo {
+            return Ok(());
+        }
+        let from = self.lo.saturating_sub(offset) as usize;
+        self.inner.write_at(offset.max(self.lo), &data[from..])
+    }
+    fn written(&self) -> RangeSet {
+        self.inner.written()
+    }
+    fn overlap_bytes(&self) -> u64 {
+        self.inner.overlap_bytes()
+    }
+    fn finish(&self) -> std::io::Result<()> {
+        self.inner.finish()
+    }
+}
+
 /// Why `other` cannot be combined with `first`, if it cannot.
 fn disagreement(first: &Probe, other: &Probe) -> Option<String> {
     if first.size != other.size {
@@ -577,4 +716,58 @@ fn disagreement(first: &Probe, other: &Probe) -> Option<String> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(offset: u64, len: u64) -> FetchEvent {
+        FetchEvent {
+            fetch: FetchId(1),
+            kind: FetchEventKind::Bytes { offset, len },
+        }
+    }
+
+    #[test]
+    fn bytes_below_the_range_of_a_stream_from_zero_become_waste() {
+        assert_eq!(
+            below(100, bytes(0, 60)),
+            [
+                Some(FetchEvent {
+                    fetch: FetchId(1),
+                    kind: FetchEventKind::Waste { bytes: 60 }
+                }),
+                None
+            ]
+        );
+        assert_eq!(
+            below(100, bytes(60, 60)),
+            [
+                Some(FetchEvent {
+                    fetch: FetchId(1),
+                    kind: FetchEventKind::Waste { bytes: 40 }
+                }),
+                Some(bytes(100, 20))
+            ]
+        );
+        assert_eq!(below(100, bytes(100, 5)), [Some(bytes(100, 5)), None]);
+        assert_eq!(below(0, bytes(0, 5)), [Some(bytes(0, 5)), None]);
+    }
+
+    #[test]
+    fn a_skipping_sink_writes_only_from_its_low_end() {
+        let inner = Arc::new(crate::MemorySink::new(10));
+        let s = SkipBelow {
+            inner: inner.clone(),
+            lo: 4,
+        };
+        s.write_at(0, b"abc").unwrap();
+        s.write_at(3, b"defg").unwrap();
+        assert_eq!(
+            inner.written().iter().collect::<Vec<_>>(),
+            vec![ByteRange::new(4, 7)]
+        );
+        assert_eq!(&inner.contents()[4..7], b"efg");
+    }
 }

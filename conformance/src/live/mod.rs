@@ -186,38 +186,6 @@ pub fn known_failures() -> Vec<KnownFailure> {
     };
     vec![
         k(
-            "*",
-            "capability_unranged_streams_from_zero",
-            "engine: after a mid-stream failure of a source without ranges, hydra-scheme's \
-             engine passes the scheduler's range (lo > 0) to the scheme instead of streaming \
-             from byte 0 and discarding below lo, as hydra-core's Action::Request asks",
-        ),
-        k(
-            "ftp",
-            "preempt_cost",
-            "ftp declares 0.6 RTT, its own measure from the shrink until the session is back \
-             in the pool; the suite's clock runs until the next range's first byte, and after \
-             a drop-data stop that range starts about 2 RTT later than a normal follow-up; the \
-             FTP scheme's owner is to reconcile the declaration or the session reuse",
-        ),
-        k(
-            "ftp",
-            "coverage_under_truncation",
-            "intermittent: when the cut lands on a passive data connection, the FTP scheme \
-             reports `object changed since the probe` (fatal) instead of a truncation \
-             (transient), so one cut connection fails the whole transfer; the FTP scheme's \
-             owner is to classify a short data connection as Truncated",
-        ),
-        k(
-            "ftp",
-            "bad_server_replaces_object",
-            "SERIOUS, intermittent: an object replaced (same size) mid-transfer can complete as \
-             a file mixed from both versions; SIZE/MDTM are re-checked only when the session's \
-             last check is older than revalidate_after (1 s) and MDTM has one-second \
-             resolution; the FTP scheme's owner is to re-validate before every RETR of a \
-             multi-range transfer",
-        ),
-        k(
             "sftp",
             "coverage_under_reset",
             "intermittent liveness: after every connection is reset once, progress sometimes \
@@ -227,19 +195,9 @@ pub fn known_failures() -> Vec<KnownFailure> {
         k(
             "sftp",
             "preempt_cost",
-            "sftp declares 0 RTT: the fetch does return at once, but the session is reused and \
-             the next range's reads queue behind the pipelined replies already requested \
-             (about one bandwidth-delay product), 0.6-0.8 RTT at 100 ms and 4 MB/s; the SFTP \
-             scheme's owner is to price it or drop the session after a shrink",
-        ),
-        k(
-            "sftp",
-            "bad_server_replaces_object",
-            "SERIOUS, intermittent: an object replaced mid-transfer can complete as a file \
-             mixed from both versions; size and mtime are checked when a handle is opened, and \
-             pooled sessions keep handles open, so ranges read through a cached handle after \
-             the replacement are not re-validated; the SFTP scheme's owner is to fstat before \
-             each range (or drop cached handles)",
+            "intermittent: the cost is the drain of the reads already in flight, which depends \
+             on how far the adaptive window had grown; medians of 0.63 and 0.98 RTT were seen \
+             in two runs, against the 0.8 declared",
         ),
     ]
 }
@@ -268,11 +226,14 @@ impl Default for SuiteOptions {
 }
 
 impl SuiteOptions {
-    /// Smaller objects and fewer repetitions, for `cargo test`.
+    /// Smaller objects, fewer repetitions and a wider preempt tolerance, for `cargo test`.
     pub fn quick() -> Self {
         SuiteOptions {
             size: 1 << 20,
             preempt_reps: 3,
+            // `cargo test` runs on a loaded machine: half a round trip of tolerance still
+            // catches a plugin lying by two, and `hydra conformance` keeps 0.3.
+            preempt_tolerance_rtt: 0.6,
             scenario_size_cap: 1_000_000,
             ..SuiteOptions::default()
         }
