@@ -24,6 +24,8 @@
 #   --no-memory     skip the peak-RSS runs
 #   --no-build      use the binaries already in ${CARGO_TARGET_DIR:-target}/release
 #   --no-install    do not apt-get install missing peer tools
+# Environment: HYDRA_EXTRA (words added to `hydra get`, for diagnostics, e.g.
+#   HYDRA_EXTRA='--fixed-connections 4' bash bench/peers.sh --scenarios headroom --tools hydra)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -35,6 +37,7 @@ OUT=""
 MEMORY=1
 BUILD=1
 INSTALL=1
+HYDRA_EXTRA=${HYDRA_EXTRA:-}
 while [ $# -gt 0 ]; do
   case "$1" in
     --reps) REPS=$2; shift 2 ;;
@@ -44,7 +47,7 @@ while [ $# -gt 0 ]; do
     --no-memory) MEMORY=0; shift ;;
     --no-build) BUILD=0; shift ;;
     --no-install) INSTALL=0; shift ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "peers.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -119,7 +122,7 @@ tool_cmd() {
   local tool=$1 out=$2; shift 2
   local first=$1
   case $tool in
-    hydra) CMD=("$BIN/hydra" get -q "$@" -o "$out" --summary-json "$out.summary.json") ;;
+    hydra) CMD=("$BIN/hydra" get -q $HYDRA_EXTRA "$@" -o "$out" --summary-json "$out.summary.json") ;;
     aria2c) CMD=(aria2c -q --allow-overwrite=true --auto-file-renaming=false
                  --file-allocation=none --console-log-level=error
                  -x 16 -s 16 -k 1M --uri-selector=adaptive
