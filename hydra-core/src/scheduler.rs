@@ -224,6 +224,14 @@ impl Source {
     }
 }
 
+/// How a victim is collapsing (see `Scheduler::collapse`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Collapse {
+    None,
+    Path,
+    Own,
+}
+
 /// A candidate to take work in a repair.
 #[derive(Debug, Clone, Copy)]
 struct Taker {
@@ -268,6 +276,7 @@ pub struct Scheduler {
     started: bool,
     outcome: Option<Outcome>,
     quiet_until: Duration,
+    next_repair: Duration,
     window_closed: bool,
     // Scratch space reused by every tick, so the steady state does not allocate.
     scratch_fill: Vec<(usize, usize, f64)>,
@@ -348,6 +357,7 @@ impl Scheduler {
                 None
             },
             quiet_until: Duration::ZERO,
+            next_repair: Duration::ZERO,
             window_closed: false,
             scratch_fill: Vec::with_capacity(total + 1),
             scratch_pieces: Vec::with_capacity(64),
@@ -501,7 +511,11 @@ impl Scheduler {
         let slot = &mut self.slots[si];
         let mut f = slot.fetch.take().expect("slot_of found it");
         roll_windows(&mut f, now, window, &mut self.notices);
-        if f.detector.is_settled() || (slot.last_rate == 0.0 && f.detector.is_warm()) {
+        if f.detector.grade().is_collapsing() {
+            // What it did at the end, not what it did before: the next estimate for this slot
+            // must not promise the rate it collapsed from.
+            slot.last_rate = f.detector.projection_rate();
+        } else if f.detector.is_settled() || (slot.last_rate == 0.0 && f.detector.is_warm()) {
             slot.last_rate = f.detector.medium();
         }
         let rest = f.owned();
@@ -548,7 +562,10 @@ impl Scheduler {
         self.reclaim_stalls(now);
         self.search(now);
         self.assign(now);
-        if self.window_closed && now >= self.quiet_until {
+        // Repair runs when a rate window closed, and at least once per window regardless: a
+        // fetch that never delivers closes no window.
+        if (self.window_closed || now >= self.next_repair) && now >= self.quiet_until {
+            self.next_repair = now + self.cfg.window;
             self.repair(now);
         }
         self.window_closed = false;
@@ -573,7 +590,8 @@ impl Scheduler {
             if let Some(f) = &s.fetch {
                 match f.first_byte_at {
                     Some(_) => earliest(f.window_start + self.cfg.window),
-                    None => earliest(f.requested_at + self.cfg.stall_timeout),
+                    // Checked every window: it may become late (see `is_late`).
+                    None => earliest(self.now.max(f.requested_at) + self.cfg.window),
                 }
             }
         }
@@ -776,16 +794,35 @@ impl Scheduler {
         }
     }
 
-    /// True when the fetch on `slot` is collapsing on its own: graded collapsing, and fallen
+    /// True when the fetch on `slot` has delivered nothing for four times its source's setup
+    /// cost (and at least four rate windows) since it was requested: evidence in itself, since
+    /// a fetch that never delivers has no established rate to fall from.
+    fn is_late(&self, slot: usize, now: Duration) -> bool {
+        let s = &self.slots[slot];
+        let Some(f) = &s.fetch else { return false };
+        if f.pos > f.start {
+            return false;
+        }
+        let d = self.sources[s.source.0 as usize].delta_for(s.reusable);
+        let late = (4.0 * d).max(4.0 * self.cfg.window.as_secs_f64());
+        gt(now.saturating_sub(f.requested_at).as_secs_f64(), late)
+    }
+
+    /// How the fetch on `slot` is collapsing. `Own` when it is graded collapsing and has fallen
     /// much further below its own reference than its siblings on the same source (a sibling
     /// joining a shared bottleneck can halve everyone's rate; that is not a collapse of this
-    /// connection). Without siblings, the fall must be below 30 % of its reference.
-    fn own_collapse(&self, slot: usize) -> bool {
+    /// connection): the source is fine, so a new connection to it is worth trying. `Path` when
+    /// it has no sibling to compare with and has fallen below 30 % of its reference: a collapse,
+    /// but possibly of the whole path to the source, so its work goes elsewhere.
+    fn collapse(&self, slot: usize, now: Duration) -> Collapse {
         let Some(f) = &self.slots[slot].fetch else {
-            return false;
+            return Collapse::None;
         };
+        if self.is_late(slot, now) || f.detector.grade() >= Grade::Stalled {
+            return Collapse::Path;
+        }
         if !f.detector.grade().is_collapsing() {
-            return false;
+            return Collapse::None;
         }
         let src = self.slots[slot].source;
         let mut ratios = [0.0f64; 16];
@@ -803,11 +840,19 @@ impl Scheduler {
         }
         let r = f.detector.ratio();
         if n == 0 {
-            return r < 0.3;
+            return if r < 0.3 {
+                Collapse::Path
+            } else {
+                Collapse::None
+            };
         }
         let sib = &mut ratios[..n];
         sib.sort_by(f64::total_cmp);
-        r < 0.5 * sib[n / 2]
+        if r < 0.5 * sib[n / 2] {
+            Collapse::Own
+        } else {
+            Collapse::None
+        }
     }
 
     fn request(&mut self, slot: usize, src: usize, range: ByteRange, now: Duration) {
@@ -1321,6 +1366,7 @@ impl Scheduler {
         let t = now.as_secs_f64();
         let left = f.left() as f64;
         match f.first_byte_at {
+            None if self.is_late(slot, now) => f64::INFINITY,
             None => {
                 let r = self.conn_rate(s.source.0 as usize);
                 let start = f.requested_at.as_secs_f64() + src.delta_for(s.reusable);
@@ -1409,7 +1455,8 @@ impl Scheduler {
             return;
         }
         let _ = v_grade;
-        let collapsing = self.own_collapse(vi);
+        let how = self.collapse(vi, now);
+        let collapsing = how != Collapse::None;
         if policy.warm_guard && !collapsing && !v_settled {
             return;
         }
@@ -1436,7 +1483,7 @@ impl Scheduler {
             if !(x.is_finite() && x > 0.0) {
                 return;
             }
-            let f_v_after = if matches!(tk.kind, TakerKind::Restart) {
+            let f_v_after = if matches!(tk.kind, TakerKind::Restart) || x >= left_v {
                 t
             } else if r_v > 0.0 {
                 t + (left_v - x) / r_v
@@ -1532,7 +1579,7 @@ impl Scheduler {
             consider(tk, self);
         }
         // The victim itself on a new connection, when the collapse is its own.
-        if collapsing && self.available(v_src, now) {
+        if how == Collapse::Own && self.available(v_src, now) {
             let tk = Taker {
                 kind: TakerKind::Restart,
                 source: v_src,
@@ -1557,7 +1604,10 @@ impl Scheduler {
             return;
         }
         let gain = before - after;
-        if policy.makespan_test && !gt(gain, tk.delta + preempt) {
+        // A victim that will never finish (delivering nothing) is moved whenever a taker can
+        // run: the gain is unbounded, even when another stuck fetch keeps the projected
+        // makespan infinite after the move.
+        if policy.makespan_test && f_v.is_finite() && !gt(gain, tk.delta + preempt) {
             self.stats.refused_repairs += 1;
             return;
         }
@@ -1567,7 +1617,7 @@ impl Scheduler {
         // A victim collapsing on its own gives up everything: its rate estimate lags the
         // collapse, so any remainder left to it finishes late, and its slot is free at once to
         // take the work back on a new connection if nobody faster is idle first.
-        let kind = if collapsing {
+        let kind = if how == Collapse::Own {
             TakerKind::Restart
         } else {
             tk.kind
