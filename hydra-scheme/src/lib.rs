@@ -25,6 +25,7 @@
 
 pub mod bound;
 pub mod connect;
+pub mod content;
 pub mod endpoint;
 pub mod engine;
 pub mod error;

@@ -22,23 +22,9 @@ use tokio::task::JoinHandle;
 /// The object's file name in the served directory.
 pub const OBJECT: &str = "object.bin";
 
-/// The byte at every offset of the object generated from `seed`, for `range`: a splitmix64
-/// stream, one 64-bit word per 8 bytes, so any range can be computed without the rest.
-pub fn object_bytes(seed: u64, range: ByteRange) -> Vec<u8> {
-    (range.lo..range.hi)
-        .map(|i| {
-            let word = splitmix64(seed ^ (i / 8).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-            (word >> ((i % 8) * 8)) as u8
-        })
-        .collect()
-}
-
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+/// The object's bytes: the generator every reference origin shares, so origins of every
+/// protocol started with one seed are mirrors of one object.
+pub use hydra_scheme::content::object_bytes;
 
 /// The modification time given to generation `g` of the object: whole seconds, one hour
 /// apart, so `MDTM` always tells generations apart.

@@ -238,32 +238,10 @@ impl Origin {
     }
 }
 
-/// The bytes of the object generated from `seed` in `range`: byte `i` is byte `i % 8` of
-/// SplitMix64(`seed`, `i / 8`).
-pub fn object_bytes(seed: u64, range: ByteRange) -> Vec<u8> {
-    let mut out = Vec::with_capacity(range.len() as usize);
-    fill(seed, range.lo, range.len() as usize, &mut out);
-    out
-}
-
-fn fill(seed: u64, offset: u64, len: usize, out: &mut Vec<u8>) {
-    let mut i = offset;
-    let end = offset + len as u64;
-    while i < end {
-        let word = splitmix64(seed ^ (i / 8).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes();
-        let from = (i % 8) as usize;
-        let take = (8 - from).min((end - i) as usize);
-        out.extend_from_slice(&word[from..from + take]);
-        i += take as u64;
-    }
-}
-
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use hydra_scheme::content::fill;
+/// The object's bytes: the generator every reference origin shares, so origins of every
+/// protocol started with one seed are mirrors of one object.
+pub use hydra_scheme::content::object_bytes;
 
 async fn accept_loop(listener: TcpListener, state: Arc<State>) {
     // Connection tasks live in this set: aborting the accept task drops it, closing them all.

@@ -310,26 +310,12 @@ pub fn key_from_seed(seed: u64) -> PrivateKey {
     PrivateKey::from(Ed25519Keypair::from_seed(&bytes))
 }
 
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use hydra_scheme::content::splitmix64;
 
-/// The bytes `[lo, hi)` of the object generated from `seed`: byte `i` is byte `i % 8` of
-/// `splitmix64(seed ^ (i / 8) · φ)`, so any range is computed independently.
+/// The bytes `[lo, hi)` of the object generated from `seed` (the generator every reference
+/// origin shares: `hydra_scheme::content`).
 pub fn object_bytes(seed: u64, lo: u64, hi: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(hi.saturating_sub(lo) as usize);
-    let mut i = lo;
-    while i < hi {
-        let word = splitmix64(seed ^ (i / 8).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes();
-        let start = (i % 8) as usize;
-        let take = (8 - start).min((hi - i) as usize);
-        out.extend_from_slice(&word[start..start + take]);
-        i += take as u64;
-    }
-    out
+    hydra_scheme::content::object_bytes(seed, hydra_scheme::ByteRange::new(lo, hi))
 }
 
 /// Per-connection state: the kill switch and the data bytes served.
