@@ -18,7 +18,7 @@ use hydra_scheme::{
 use super::origin::{LiveOrigin, OriginFault};
 use super::report::{Check, Outcome, SchemeReport};
 use super::rig::{engine, verify_complete, verify_partial, watch, Rig, Shape, Trigger, Watched};
-use super::{preempt, scenarios, LiveError, SchemeUnderTest, SuiteOptions, LIVENESS_SLACK};
+use super::{preempt, scenarios, LiveError, SchemeUnderTest, SuiteOptions};
 
 /// Every trial, in the order they run and are reported (scenario trials follow, one per
 /// scenario, named `scenario_<name>`).
@@ -136,7 +136,7 @@ fn shape(opts: &SuiteOptions) -> Shape {
 }
 
 /// The liveness window W: the stall timeout plus the largest setup cost any source showed at
-/// probe, plus [`LIVENESS_SLACK`].
+/// probe, plus [`SuiteOptions::liveness_slack`].
 pub(crate) fn window(opts: &SuiteOptions, probed: &Probed) -> Duration {
     let setup = probed
         .sources
@@ -144,7 +144,7 @@ pub(crate) fn window(opts: &SuiteOptions, probed: &Probed) -> Duration {
         .map(|s| s.probe.connect + s.probe.first_byte)
         .max()
         .unwrap_or_default();
-    opts.stall_timeout + setup + LIVENESS_SLACK
+    opts.stall_timeout + setup + opts.liveness_slack
 }
 
 async fn probe(engine: &Engine, rig: &Rig, sut: &SchemeUnderTest) -> Result<Probed, LiveError> {
