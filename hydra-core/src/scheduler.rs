@@ -1333,7 +1333,7 @@ impl Scheduler {
         }
         let r_t = self.conn_rate(src);
         let d_t = self.sources[src].delta_new();
-        let Some((vi, f_v)) = self.latest_finisher(now, None) else {
+        let Some((vi, _)) = self.latest_finisher(now, None) else {
             return;
         };
         let f = self.slots[vi]
@@ -1342,7 +1342,6 @@ impl Scheduler {
             .expect("latest_finisher returns live");
         let r_v = f.detector.projection_rate();
         let left = f.left() as f64;
-        let _ = f_v;
         let x = equalise(left, r_v, 0.0, d_t, r_t);
         let Some(cut) = self.cut_point(vi, x) else {
             return;
@@ -1439,11 +1438,10 @@ impl Scheduler {
         let Some((vi, f_v)) = self.latest_finisher(now, None) else {
             return;
         };
-        let (v_grade, v_settled, r_v, left_v, v_src, v_ref) = {
+        let (v_settled, r_v, left_v, v_src, v_ref) = {
             let s = &self.slots[vi];
             let f = s.fetch.as_ref().expect("live");
             (
-                f.detector.grade(),
                 f.detector.is_settled(),
                 f.detector.projection_rate(),
                 f.left() as f64,
@@ -1454,7 +1452,6 @@ impl Scheduler {
         if f_v.is_nan() || f_v <= t {
             return;
         }
-        let _ = v_grade;
         let how = self.collapse(vi, now);
         let collapsing = how != Collapse::None;
         if policy.warm_guard && !collapsing && !v_settled {

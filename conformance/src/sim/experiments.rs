@@ -6,7 +6,6 @@
 use super::{run, summarise, Arm, RunOptions, RunResult, Summary};
 use faultnet::scenario::{Action as Ev, Event, Scenario, Target};
 use faultnet::units::ByteSize;
-use hydra_core::Concurrency;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -196,11 +195,4 @@ pub fn slope(xy: &[(f64, f64)]) -> f64 {
     let sxy: f64 = xy.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
     let sxx: f64 = xy.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
     sxy / sxx
-}
-
-/// Runs a scenario with the search on (for `hydra sim` on arbitrary scenario files).
-pub fn search_options(seed: u64) -> RunOptions {
-    let mut o = RunOptions::new(Arm::Hydra, 1, seed);
-    o.concurrency = Concurrency::Search { start: 1 };
-    o
 }
