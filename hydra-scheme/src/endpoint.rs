@@ -98,6 +98,14 @@ impl Endpoint {
         &self.url
     }
 
+    /// The URL's path, percent-decoded; `None` when the decoded bytes are not UTF-8.
+    pub fn decoded_path(&self) -> Option<String> {
+        percent_encoding::percent_decode_str(self.url.path())
+            .decode_utf8()
+            .ok()
+            .map(|p| p.into_owned())
+    }
+
     /// The URL scheme (`http`, `https`, `ftp`, ...), lower case.
     pub fn url_scheme(&self) -> &str {
         self.url.scheme()
@@ -145,22 +153,9 @@ impl Endpoint {
 }
 
 fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex = |b: u8| (b as char).to_digit(16);
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 impl fmt::Display for Endpoint {

@@ -376,24 +376,9 @@ fn check_same(expect: &Probe, f: &Facts) -> Result<(), ErrorKind> {
 /// The path to send: the URL path, percent-decoded, relative to the login directory (RFC 1738:
 /// `ftp://host/a/b` is `a/b` from where the login lands). CR and LF are refused.
 fn ftp_path(ep: &Endpoint) -> Result<String, ErrorKind> {
-    let raw = ep.url().path();
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex = |b: u8| (b as char).to_digit(16);
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    let path =
-        String::from_utf8(out).map_err(|_| ErrorKind::Unsupported("path is not UTF-8".into()))?;
+    let path = ep
+        .decoded_path()
+        .ok_or_else(|| ErrorKind::Unsupported("path is not UTF-8".into()))?;
     if path.contains(['\r', '\n']) {
         return Err(ErrorKind::Unsupported("path with CR or LF".into()));
     }

@@ -569,13 +569,12 @@ fn check_same_object(expect: &Probe, attrs: &FileAttributes) -> Result<(), Error
 /// The remote path: the URL's path, percent-decoded; `/~/x` is `x` relative to the login
 /// directory.
 pub(crate) fn remote_path(ep: &Endpoint) -> Result<String, ErrorKind> {
-    let raw = ep.url().path();
-    let decoded = percent_encoding::percent_decode_str(raw)
-        .decode_utf8()
-        .map_err(|_| ErrorKind::Unsupported("path is not UTF-8".into()))?;
+    let decoded = ep
+        .decoded_path()
+        .ok_or_else(|| ErrorKind::Unsupported("path is not UTF-8".into()))?;
     let p = match decoded.strip_prefix("/~/") {
         Some(rel) => rel.to_owned(),
-        None => decoded.into_owned(),
+        None => decoded,
     };
     if p.is_empty() || p == "/" {
         return Err(ErrorKind::Unsupported("no file path in the URL".into()));
