@@ -1,7 +1,6 @@
 //! Transfers against the reference origin. Loopback and port 0 only; every wait is bounded
 //! by a timeout; assertions are on bytes and counts, never on wall-clock figures.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,15 +11,16 @@ use hydra_scheme::{
 };
 use hydra_scheme_sftp::origin::{key_from_seed, Misbehaviour, Origin, OriginConfig, OriginHandle};
 use hydra_scheme_sftp::{HostKeyPolicy, SftpAuth, SftpOptions, SftpScheme};
+use tempfile::TempDir;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
-/// A fresh directory under the system temp dir, unique per test.
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hydra-sftp-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory under the system temp dir, unique per test, removed when dropped.
+fn temp_dir(name: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("hydra-sftp-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// Options trusting exactly `origin`'s key (a known_hosts file holding its line).
@@ -95,8 +95,9 @@ async fn a_range_is_fetched_byte_exact_with_pipelined_reads() {
     })
     .await
     .unwrap();
-    let dir = temp_dir("exact");
-    let scheme = SftpScheme::new(trusting(&origin, &dir));
+    let tmp = temp_dir("exact");
+    let dir = tmp.path();
+    let scheme = SftpScheme::new(trusting(&origin, dir));
     let ep = endpoint(&origin);
     let p = probe(&scheme, &ep).await;
     assert_eq!(p.size, 3 << 20);
@@ -150,14 +151,15 @@ async fn lowering_the_bound_stops_issuing_reads_and_the_session_is_reused() {
         reply_delay: Some(Duration::from_millis(2)),
         ..Misbehaviour::default()
     });
-    let dir = temp_dir("shrink");
+    let tmp = temp_dir("shrink");
+    let dir = tmp.path();
     let opts = SftpOptions {
         read_size: 32 * 1024,
         max_read_size: 32 * 1024,
         window_initial: 4,
         window_min: 4,
         window_max: 4,
-        ..trusting(&origin, &dir)
+        ..trusting(&origin, dir)
     };
     let scheme = SftpScheme::new(opts);
     let ep = endpoint(&origin);
@@ -213,8 +215,9 @@ async fn a_cancelled_fetch_ends_cancelled_with_only_claimed_bytes() {
         reply_delay: Some(Duration::from_millis(50)),
         ..Misbehaviour::default()
     });
-    let dir = temp_dir("cancel");
-    let scheme = Arc::new(SftpScheme::new(trusting(&origin, &dir)));
+    let tmp = temp_dir("cancel");
+    let dir = tmp.path();
+    let scheme = Arc::new(SftpScheme::new(trusting(&origin, dir)));
     let ep = endpoint(&origin);
     let p = probe(&scheme, &ep).await;
     let f = fetch_of(&ep, &p, ByteRange::new(0, p.size), 2);
@@ -240,8 +243,9 @@ async fn short_reads_are_completed() {
         short_reads: Some(5_000),
         ..Misbehaviour::default()
     });
-    let dir = temp_dir("short");
-    let scheme = SftpScheme::new(trusting(&origin, &dir));
+    let tmp = temp_dir("short");
+    let dir = tmp.path();
+    let scheme = SftpScheme::new(trusting(&origin, dir));
     let ep = endpoint(&origin);
     let p = probe(&scheme, &ep).await;
     let range = ByteRange::new(1, 299_999);
@@ -259,8 +263,9 @@ async fn short_reads_are_completed() {
 #[tokio::test]
 async fn a_replaced_file_is_an_error() {
     let origin = Origin::start(OriginConfig::default()).await.unwrap();
-    let dir = temp_dir("replaced");
-    let scheme = SftpScheme::new(trusting(&origin, &dir));
+    let tmp = temp_dir("replaced");
+    let dir = tmp.path();
+    let scheme = SftpScheme::new(trusting(&origin, dir));
     let ep = endpoint(&origin);
     let p = probe(&scheme, &ep).await;
     origin.replace_object(99, 1_800_000_000);
@@ -279,7 +284,8 @@ async fn a_replaced_file_is_an_error() {
 #[tokio::test]
 async fn an_unknown_host_key_is_refused_with_its_fingerprint() {
     let origin = Origin::start(OriginConfig::default()).await.unwrap();
-    let dir = temp_dir("unknown");
+    let tmp = temp_dir("unknown");
+    let dir = tmp.path();
     let kh = dir.join("known_hosts");
     let scheme = SftpScheme::new(SftpOptions {
         host_keys: HostKeyPolicy {
@@ -307,7 +313,8 @@ async fn a_changed_host_key_is_refused() {
     })
     .await
     .unwrap();
-    let dir = temp_dir("changed");
+    let tmp = temp_dir("changed");
+    let dir = tmp.path();
     let kh = dir.join("known_hosts");
     // Record another ed25519 key for the same [host]:port.
     let other = key_from_seed(1).public_key().to_openssh().unwrap();
@@ -338,7 +345,8 @@ async fn a_changed_host_key_is_refused() {
 #[tokio::test]
 async fn accept_new_records_the_key() {
     let origin = Origin::start(OriginConfig::default()).await.unwrap();
-    let dir = temp_dir("accept-new");
+    let tmp = temp_dir("accept-new");
+    let dir = tmp.path();
     let kh = dir.join("sub").join("known_hosts");
     let opts = SftpOptions {
         host_keys: HostKeyPolicy {
@@ -371,7 +379,8 @@ async fn public_key_authentication_works_with_an_encrypted_key() {
     })
     .await
     .unwrap();
-    let dir = temp_dir("pubkey");
+    let tmp = temp_dir("pubkey");
+    let dir = tmp.path();
     let key_path = dir.join("id_ed25519");
     let encrypted = client_key
         .encrypt(&mut rand::rng(), "key-passphrase")
@@ -384,7 +393,7 @@ async fn public_key_authentication_works_with_an_encrypted_key() {
             .as_bytes(),
     )
     .unwrap();
-    let base = trusting(&origin, &dir);
+    let base = trusting(&origin, dir);
     // URL with a user but no password: only the key can succeed.
     let ep = Endpoint::parse(&format!(
         "sftp://{}@{}/data.bin",
@@ -424,14 +433,15 @@ fn russh_keys_line_ending() -> hydra_scheme_sftp::origin::LineEnding {
 #[tokio::test]
 async fn credentials_never_appear_in_errors() {
     let origin = Origin::start(OriginConfig::default()).await.unwrap();
-    let dir = temp_dir("creds");
+    let tmp = temp_dir("creds");
+    let dir = tmp.path();
     let scheme = SftpScheme::new(SftpOptions {
         auth: SftpAuth {
             passphrase: Some("pass-phrase-xyz".into()),
             identity_files: vec![dir.join("no-such-key")],
             ..SftpAuth::default()
         },
-        ..trusting(&origin, &dir)
+        ..trusting(&origin, dir)
     });
     let ep = Endpoint::parse(&format!(
         "sftp://{}:wrong-secret-123@{}/data.bin",
@@ -449,7 +459,7 @@ async fn credentials_never_appear_in_errors() {
     }
     assert!(shown.contains("authentication failed"), "{shown}");
     // A failed fetch says nothing secret either.
-    let good = SftpScheme::new(trusting(&origin, &dir));
+    let good = SftpScheme::new(trusting(&origin, dir));
     let p = probe(&good, &endpoint(&origin)).await;
     let f = fetch_of(&ep, &p, ByteRange::new(0, 10), 1);
     let outcome = run(&scheme, f.request).await;
@@ -466,10 +476,11 @@ async fn a_dropped_connection_is_a_transient_error_and_keeps_written_bytes() {
     })
     .await
     .unwrap();
-    let dir = temp_dir("drop");
+    let tmp = temp_dir("drop");
+    let dir = tmp.path();
     let scheme = SftpScheme::new(SftpOptions {
         request_timeout: Duration::from_secs(5),
-        ..trusting(&origin, &dir)
+        ..trusting(&origin, dir)
     });
     let ep = endpoint(&origin);
     let p = probe(&scheme, &ep).await;
@@ -502,8 +513,9 @@ async fn a_dropped_connection_is_a_transient_error_and_keeps_written_bytes() {
 #[tokio::test]
 async fn a_missing_file_is_a_fatal_status() {
     let origin = Origin::start(OriginConfig::default()).await.unwrap();
-    let dir = temp_dir("missing");
-    let scheme = SftpScheme::new(trusting(&origin, &dir));
+    let tmp = temp_dir("missing");
+    let dir = tmp.path();
+    let scheme = SftpScheme::new(trusting(&origin, dir));
     let ep = Endpoint::parse(&origin.url_with_password("/missing/file")).unwrap();
     let err = tokio::time::timeout(LIMIT, scheme.probe(&ep))
         .await

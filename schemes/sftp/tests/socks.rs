@@ -63,9 +63,11 @@ async fn a_range_through_socks5_is_fetched_byte_exact_with_remote_dns() {
     .await
     .unwrap();
     let (proxy, asked) = socks5(origin.addr()).await;
-    let dir = std::env::temp_dir().join(format!("hydra-sftp-{}-socks", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kh = dir.join("known_hosts");
+    let dir = tempfile::Builder::new()
+        .prefix("hydra-sftp-socks-")
+        .tempdir()
+        .unwrap();
+    let kh = dir.path().join("known_hosts");
     let key = origin.host_key().to_openssh().unwrap();
     std::fs::write(&kh, format!("[origin.invalid]:2222 {key}\n")).unwrap();
     let scheme = SftpScheme::new(SftpOptions {
