@@ -215,10 +215,11 @@ pub async fn run(
 /// The connection count a limit reason speaks of.
 pub fn serving(r: &LimitReason) -> usize {
     match *r {
-        LimitReason::None => 0,
+        LimitReason::None | LimitReason::Dead { .. } => 0,
         LimitReason::Measuring { level } => level,
         LimitReason::Measured { chosen, .. } => chosen,
         LimitReason::Ceiling { serving }
+        | LimitReason::Diminishing { serving, .. }
         | LimitReason::Refused { serving }
         | LimitReason::Starved { serving } => serving,
     }

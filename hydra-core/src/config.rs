@@ -66,9 +66,18 @@ impl Default for RepairPolicy {
 /// Tuning of the in-band concurrency search.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SearchPolicy {
-    /// Keep a new level only if aggregate goodput rose by at least this fraction of the gain
-    /// the connection-count ratio promises (`k+1` over `k` promises `1/k`).
+    /// Climb past a new level only if aggregate goodput rose by at least this fraction of the
+    /// gain the connection-count ratio promises (`k'` over `k` promises `k'/k - 1`).
     pub accept_fraction: f64,
+    /// A level that fails the climb test is still kept, and the search stops there, when it
+    /// raised goodput by at least this fraction of its promise: its connections are open and
+    /// paid for, and what they add is capacity the level below cannot reach. Below it the
+    /// search goes back to the level below (a shared bottleneck adds nothing, or noise).
+    pub keep_fraction: f64,
+    /// A level that delivered at least this fraction of its promise is followed by double the
+    /// connections (capped by the ceilings) rather than one more, as TCP's slow start grows its
+    /// window while every round trip pays in full.
+    pub double_fraction: f64,
     /// Shortest measurement window for one level.
     pub min_measure: Duration,
     /// Longest measurement window for one level.
@@ -81,7 +90,9 @@ impl Default for SearchPolicy {
     fn default() -> Self {
         SearchPolicy {
             accept_fraction: 0.5,
-            min_measure: Duration::from_millis(1000),
+            keep_fraction: 0.25,
+            double_fraction: 0.8,
+            min_measure: Duration::from_millis(500),
             max_measure: Duration::from_millis(3000),
             measure_setups: 4.0,
         }

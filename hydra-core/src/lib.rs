@@ -67,10 +67,13 @@
 //! - **Grading** ([`CollapseDetector`]): 200 ms wall-clock windows, a dual-window ratio and a
 //!   two-sided CUSUM (k = 0.25, h = 2.0) against a reference frozen while evidence accumulates;
 //!   silence is fed from the clock.
-//! - **Concurrency search in-band** ([`Concurrency::Search`]): each source starts low; one more
-//!   connection is admitted when the current level is delivering and settled and its measured
+//! - **Concurrency search in-band** ([`Concurrency::Search`]): each source starts low; the next
+//!   level is admitted when the current one is delivering and settled and its measured
 //!   aggregate rose by at least half of what the connection-count ratio promised over the
-//!   previous level. The [`LimitReason`] records why the search stopped.
+//!   previous level — double the connections when it rose by 80 % of the promise, one more
+//!   otherwise. A level that rose by less than half is kept when it still rose by a quarter,
+//!   and abandoned for the level below when not. The [`LimitReason`] records why the search
+//!   stopped.
 //! - **Failures**: a failed fetch's bytes return to the unassigned set; its source backs off
 //!   exponentially and is marked dead after consecutive failures; a refusal lowers the
 //!   source's ceiling; a fetch silent for the stall timeout is cancelled and reclaimed.

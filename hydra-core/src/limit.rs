@@ -24,6 +24,23 @@ pub enum LimitReason {
         /// Aggregate goodput at `tried`, bytes per second.
         tried_rate: f64,
     },
+    /// The last level added less than it promised but enough to keep: the search kept it and
+    /// tried no further level.
+    Diminishing {
+        /// Connections kept (the last level tried).
+        serving: usize,
+        /// The level below it.
+        from: usize,
+        /// Aggregate goodput at `from`, bytes per second.
+        from_rate: f64,
+        /// Aggregate goodput at `serving`, bytes per second.
+        rate: f64,
+    },
+    /// The source was declared dead (fatal error or too many failures in a row).
+    Dead {
+        /// Failures counted when it was declared dead.
+        failures: u32,
+    },
     /// Every level paid, up to a connection ceiling.
     Ceiling {
         /// Connections serving.
@@ -55,13 +72,7 @@ impl fmt::Display for LimitReason {
                 tried,
                 tried_rate,
             } => {
-                let added = if chosen_rate > 0.0 {
-                    100.0 * (tried_rate / chosen_rate - 1.0)
-                } else {
-                    0.0
-                };
-                // No "-0 %": a change that rounds to nothing is nothing.
-                let added = if added.abs() < 0.5 { 0.0 } else { added };
+                let added = percent_added(chosen_rate, tried_rate);
                 let expected = 100.0 * (tried as f64 / chosen as f64 - 1.0);
                 let nth = ordinal(tried);
                 write!(
@@ -70,6 +81,26 @@ impl fmt::Display for LimitReason {
                     plural(chosen)
                 )
             }
+            LimitReason::Diminishing {
+                serving,
+                from,
+                from_rate,
+                rate,
+            } => {
+                let added = percent_added(from_rate, rate);
+                let expected = 100.0 * (serving as f64 / from as f64 - 1.0);
+                write!(
+                    f,
+                    "{serving} {}: going from {from} added {added:.0} % where {expected:.0} % \
+                     was expected; kept, no more tried",
+                    plural(serving)
+                )
+            }
+            LimitReason::Dead { failures } => write!(
+                f,
+                "no connections: the source is dead after {failures} {}",
+                if failures == 1 { "failure" } else { "failures" }
+            ),
             LimitReason::Ceiling { serving } => {
                 write!(f, "{serving} {}: the connection ceiling", plural(serving))
             }
@@ -82,6 +113,20 @@ impl fmt::Display for LimitReason {
                 plural(serving)
             ),
         }
+    }
+}
+
+/// The change from `from` to `to` in percent; a change that rounds to nothing is 0 (no "-0 %").
+fn percent_added(from: f64, to: f64) -> f64 {
+    let added = if from > 0.0 {
+        100.0 * (to / from - 1.0)
+    } else {
+        0.0
+    };
+    if added.abs() < 0.5 {
+        0.0
+    } else {
+        added
     }
 }
 
@@ -111,6 +156,28 @@ mod tests {
         assert_eq!(
             r.to_string(),
             "4 connections: a 5th added 3 % where 25 % was expected"
+        );
+    }
+
+    #[test]
+    fn a_kept_diminishing_level_reads_as_the_evidence_compared() {
+        let r = LimitReason::Diminishing {
+            serving: 4,
+            from: 3,
+            from_rate: 1000.0,
+            rate: 1120.0,
+        };
+        assert_eq!(
+            r.to_string(),
+            "4 connections: going from 3 added 12 % where 33 % was expected; kept, no more tried"
+        );
+    }
+
+    #[test]
+    fn a_dead_source_reads_as_dead_not_measuring() {
+        assert_eq!(
+            LimitReason::Dead { failures: 6 }.to_string(),
+            "no connections: the source is dead after 6 failures"
         );
     }
 }

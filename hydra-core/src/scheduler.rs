@@ -1005,6 +1005,8 @@ impl Scheduler {
             return;
         }
         self.sources[src].dead = true;
+        let failures = self.sources[src].failures;
+        self.finish_search(src, LimitReason::Dead { failures });
         self.notice(Notice::SourceDead {
             source: SourceId(src as u16),
         });
@@ -1251,7 +1253,8 @@ impl Scheduler {
     }
 
     fn level_measured(&mut self, src: usize, level: usize, rate: f64, now: Duration) {
-        let accept = self.cfg.search.accept_fraction;
+        let p = self.cfg.search;
+        let mut full_gain = true;
         if let Some((prev, prev_rate)) = self.sources[src].prev_level {
             let promised = level as f64 / prev as f64 - 1.0;
             let gained = if prev_rate > 0.0 {
@@ -1260,23 +1263,37 @@ impl Scheduler {
                 0.0
             };
             self.sources[src].additivity = Some((gained / promised).clamp(0.0, 1.0));
-            if !ge(gained, accept * promised) {
-                self.sources[src].level = prev;
-                self.finish_search(
-                    src,
-                    LimitReason::Measured {
-                        chosen: prev,
-                        chosen_rate: prev_rate,
-                        tried: level,
-                        tried_rate: rate,
-                    },
-                );
+            if !ge(gained, p.accept_fraction * promised) {
+                if ge(gained, p.keep_fraction * promised) {
+                    self.finish_search(
+                        src,
+                        LimitReason::Diminishing {
+                            serving: level,
+                            from: prev,
+                            from_rate: prev_rate,
+                            rate,
+                        },
+                    );
+                } else {
+                    self.sources[src].level = prev;
+                    self.finish_search(
+                        src,
+                        LimitReason::Measured {
+                            chosen: prev,
+                            chosen_rate: prev_rate,
+                            tried: level,
+                            tried_rate: rate,
+                        },
+                    );
+                }
                 return;
             }
+            full_gain = ge(gained, p.double_fraction * promised);
         }
         self.sources[src].prev_level = Some((level, rate));
         let s = &self.sources[src];
-        if level >= s.ceiling || self.busy_total() >= self.cfg.total {
+        let room = self.cfg.total.saturating_sub(self.busy_total());
+        if level >= s.ceiling || room == 0 {
             self.finish_search(src, LimitReason::Ceiling { serving: level });
             return;
         }
@@ -1290,16 +1307,26 @@ impl Scheduler {
             self.finish_search(src, LimitReason::Starved { serving: level });
             return;
         }
-        self.sources[src].level = level + 1;
+        let step = if full_gain { level } else { 1 };
+        let next = (level + step).min(s.ceiling).min(level + room);
+        self.sources[src].level = next;
         self.sources[src].search = SearchState::Settling;
-        let reason = LimitReason::Measuring { level: level + 1 };
+        let reason = LimitReason::Measuring { level: next };
         self.sources[src].limit = reason;
         self.notice(Notice::Limit {
             source: SourceId(src as u16),
             reason,
         });
-        if self.unassigned.is_empty() {
+        // With nothing unassigned, each admitted connection gets work by a split.
+        for _ in level..next {
+            if !self.unassigned.is_empty() {
+                break;
+            }
+            let before = self.busy(src);
             self.admit(src, now);
+            if self.busy(src) == before {
+                break;
+            }
         }
     }
 

@@ -1,0 +1,270 @@
+//! The in-band concurrency search, driven over a deterministic fluid network in virtual time.
+//!
+//! Each source sits behind its own link: a capacity shared by every connection through it and a
+//! per-connection ceiling (an origin that paces each response). A request's first byte arrives
+//! one round trip after it is issued, plus a setup cost when its slot opens a new connection.
+//! Nothing is random, so every figure below is exact for the code under test.
+
+use hydra_core::{
+    Action, Capabilities, Config, ConnId, FetchEnd, FetchId, LimitReason, Notice, Outcome,
+    Scheduler, Session, SourceId, SourceSpec,
+};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+const STEP: Duration = Duration::from_millis(5);
+const MB: f64 = 1_000_000.0;
+
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    /// Shared by every connection of the source, bytes/s.
+    capacity: f64,
+    /// Most one connection carries, bytes/s.
+    per_conn: f64,
+    rtt: Duration,
+    setup: Duration,
+}
+
+#[derive(Debug)]
+struct Live {
+    source: usize,
+    first_byte_at: Duration,
+    session: Session,
+    started: bool,
+    pos: u64,
+    hi: u64,
+    /// Fractional bytes carried over between steps.
+    carry: f64,
+}
+
+/// What a run observed.
+#[derive(Debug)]
+struct Run {
+    outcome: Option<Outcome>,
+    /// Every level the search announced, per source, in order.
+    levels: Vec<Vec<usize>>,
+    reasons: Vec<LimitReason>,
+    end: Duration,
+}
+
+fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)>) -> Run {
+    let sources = links
+        .iter()
+        .map(|l| {
+            let mut s = SourceSpec::new(Capabilities::HTTP);
+            s.rtt = Some(l.rtt);
+            s.setup = Some(l.rtt + l.setup);
+            s
+        })
+        .collect();
+    let mut sched = Scheduler::new(size, sources, cfg);
+    let mut live: BTreeMap<FetchId, Live> = BTreeMap::new();
+    let mut opened: BTreeSet<ConnId> = BTreeSet::new();
+    let mut levels = vec![Vec::new(); links.len()];
+    let mut now = Duration::ZERO;
+    sched.tick(now);
+    // Bounded: 10 minutes of virtual time.
+    for _ in 0..120_000 {
+        while let Some(a) = sched.poll_action() {
+            match a {
+                Action::Request {
+                    fetch,
+                    conn,
+                    source,
+                    range,
+                } => {
+                    let l = links[source.0 as usize];
+                    let new = opened.insert(conn);
+                    let wait = if new { l.rtt + l.setup } else { l.rtt };
+                    live.insert(
+                        fetch,
+                        Live {
+                            source: source.0 as usize,
+                            first_byte_at: now + wait,
+                            session: if new { Session::New } else { Session::Reused },
+                            started: false,
+                            pos: range.lo,
+                            hi: range.hi,
+                            carry: 0.0,
+                        },
+                    );
+                }
+                Action::Shrink { fetch, hi } => {
+                    let f = live.get_mut(&fetch).expect("shrink of a live fetch");
+                    f.hi = hi.max(f.pos);
+                    sched.on_shrink_applied(fetch, f.hi);
+                }
+                Action::Cancel { fetch } => {
+                    let f = live.remove(&fetch).expect("cancel of a live fetch");
+                    sched.on_shrink_applied(fetch, f.pos);
+                    sched.on_end(fetch, FetchEnd::Cancelled, now);
+                }
+            }
+        }
+        while let Some(n) = sched.poll_notice() {
+            if let Notice::Limit {
+                source,
+                reason: LimitReason::Measuring { level },
+            } = n
+            {
+                levels[source.0 as usize].push(level);
+            }
+        }
+        if sched.outcome().is_some() {
+            break;
+        }
+        now += STEP;
+        if let Some((src, at)) = dead_at {
+            if now >= at && !sched.is_dead(SourceId(src as u16)) {
+                let gone: Vec<FetchId> = live
+                    .iter()
+                    .filter(|(_, f)| f.source == src)
+                    .map(|(id, _)| *id)
+                    .collect();
+                for id in gone {
+                    live.remove(&id);
+                    sched.on_end(id, FetchEnd::Failed(hydra_core::Failure::Transient), now);
+                }
+                sched.on_source_dead(SourceId(src as u16), now);
+            }
+        }
+        for (src, l) in links.iter().enumerate() {
+            let flowing: Vec<FetchId> = live
+                .iter()
+                .filter(|(_, f)| f.source == src && f.first_byte_at <= now && f.pos < f.hi)
+                .map(|(id, _)| *id)
+                .collect();
+            if flowing.is_empty() {
+                continue;
+            }
+            let rate = l.per_conn.min(l.capacity / flowing.len() as f64);
+            for id in flowing {
+                let f = live.get_mut(&id).expect("flowing is live");
+                if !f.started {
+                    f.started = true;
+                    sched.on_first_byte(id, f.session, now);
+                }
+                let want = rate * STEP.as_secs_f64() + f.carry;
+                let n = (want.floor() as u64).min(f.hi - f.pos);
+                f.carry = want - want.floor();
+                if n > 0 {
+                    sched.on_data(id, f.pos, n, now);
+                    f.pos += n;
+                }
+            }
+        }
+        let done: Vec<FetchId> = live
+            .iter()
+            .filter(|(_, f)| f.started && f.pos >= f.hi)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in done {
+            live.remove(&id);
+            sched.on_end(id, FetchEnd::Finished, now);
+        }
+        sched.tick(now);
+    }
+    Run {
+        outcome: sched.outcome(),
+        reasons: (0..links.len())
+            .map(|s| sched.limit_reason(SourceId(s as u16)))
+            .collect(),
+        levels,
+        end: now,
+    }
+}
+
+fn link(capacity_mb: f64, per_conn_mb: f64) -> Link {
+    Link {
+        capacity: capacity_mb * MB,
+        per_conn: per_conn_mb * MB,
+        rtt: Duration::from_millis(20),
+        setup: Duration::from_millis(20),
+    }
+}
+
+fn per_host(n: usize) -> Config {
+    Config {
+        per_host: n,
+        ..Config::default()
+    }
+}
+
+#[test]
+fn while_every_level_pays_in_full_the_search_doubles_its_connections() {
+    // Each connection is held to 1 MB/s by its origin; the link carries 8.
+    let r = run(64_000_000, &[link(8.0, 1.0)], per_host(8), None);
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    assert_eq!(r.levels[0], vec![2, 4, 8], "{r:?}");
+    assert_eq!(r.reasons[0], LimitReason::Ceiling { serving: 8 }, "{r:?}");
+}
+
+#[test]
+fn a_level_that_adds_less_than_half_its_promise_but_more_than_a_quarter_is_kept() {
+    // 1 → 2 doubles the rate (1 → 2 MB/s); 2 → 4 promises +100 % and the 2.8 MB/s link allows
+    // +40 %: not enough to climb further, enough to keep.
+    let r = run(48_000_000, &[link(2.8, 1.0)], per_host(8), None);
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    assert_eq!(r.levels[0], vec![2, 4], "{r:?}");
+    match r.reasons[0] {
+        LimitReason::Diminishing {
+            serving: 4,
+            from: 2,
+            from_rate,
+            rate,
+        } => {
+            let gain = rate / from_rate - 1.0;
+            assert!((0.35..0.45).contains(&gain), "gain {gain} in {r:?}");
+        }
+        other => panic!("expected a kept diminishing level, got {other:?} in {r:?}"),
+    }
+}
+
+#[test]
+fn on_a_link_one_connection_saturates_the_search_returns_to_one() {
+    let r = run(24_000_000, &[link(4.0, 4.0)], per_host(4), None);
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    assert_eq!(r.levels[0], vec![2], "{r:?}");
+    match r.reasons[0] {
+        LimitReason::Measured {
+            chosen: 1,
+            tried: 2,
+            ..
+        } => {}
+        other => panic!("expected a measured limit at 1, got {other:?} in {r:?}"),
+    }
+}
+
+#[test]
+fn on_the_headroom_path_doubling_reaches_four_connections_after_two_levels() {
+    // The peers bench's headroom path: 1.2 MB/s per connection, 4 MB/s link, 4 per host.
+    // Reaching the ceiling by doubling takes two measured levels, not three.
+    let r = run(32_000_000, &[link(4.0, 1.2)], per_host(4), None);
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    assert_eq!(r.levels[0], vec![2, 4], "{r:?}");
+    assert_eq!(r.reasons[0], LimitReason::Ceiling { serving: 4 }, "{r:?}");
+    // The oracle is 8 s plus one setup. Climbing one connection per level cost ~2.3 s here;
+    // two doubling levels of about 0.9 s each cost about 1.2 s.
+    assert!(r.end < Duration::from_millis(9_400), "{r:?}");
+}
+
+#[test]
+fn a_dead_source_reports_dead_rather_than_measuring() {
+    let links = [link(4.0, 1.0), link(4.0, 1.0)];
+    let r = run(
+        32_000_000,
+        &links,
+        per_host(4),
+        Some((1, Duration::from_millis(800))),
+    );
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    assert!(
+        matches!(r.reasons[1], LimitReason::Dead { .. }),
+        "{:?}",
+        r.reasons[1]
+    );
+    assert!(
+        !matches!(r.reasons[0], LimitReason::Measuring { .. }),
+        "{r:?}"
+    );
+}
