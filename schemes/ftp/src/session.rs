@@ -377,8 +377,18 @@ fn reply_code(r: FtpResult<()>) -> Result<u16, ErrorKind> {
     }
 }
 
+/// The reply's code. suppaftp knows a fixed list of codes and reports any other (`534`, `522`,
+/// `431`, ...) as `Status::Unknown` (code 0), so the code is then read from the reply itself.
 fn code(r: &Response) -> u16 {
-    u16::try_from(r.status.code()).unwrap_or(u16::MAX)
+    match r.status {
+        Status::Unknown => r
+            .body
+            .get(..3)
+            .and_then(|d| std::str::from_utf8(d).ok())
+            .and_then(|d| d.parse().ok())
+            .unwrap_or(0),
+        s => u16::try_from(s.code()).unwrap_or(u16::MAX),
+    }
 }
 
 /// The reply's text after the code, for messages (never contains what we sent: servers echo
@@ -426,5 +436,26 @@ pub(crate) fn is_stale(e: &ErrorKind) -> bool {
         ErrorKind::Io(io) => !io.to_string().starts_with("FTP reply"),
         ErrorKind::Protocol(m) => m.starts_with("FTP reply 2") || m.starts_with("unparsable"),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_code_suppaftp_does_not_know_is_read_from_the_reply() {
+        let r = Response::new(Status::Unknown, b"534 TLS required\r\n".to_vec());
+        assert_eq!(code(&r), 534);
+        assert!(
+            matches!(map_ftp(FtpError::UnexpectedResponse(r)), ErrorKind::Protocol(m) if m == "FTP reply 534 TLS required")
+        );
+        let r = Response::new(Status::Unknown, b"431 busy\r\n".to_vec());
+        assert!(matches!(
+            map_ftp(FtpError::UnexpectedResponse(r)),
+            ErrorKind::Io(_)
+        ));
+        let r = Response::new(Status::NotAvailable, b"421 bye\r\n".to_vec());
+        assert_eq!(code(&r), 421);
     }
 }
