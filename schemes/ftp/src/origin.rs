@@ -2,22 +2,30 @@
 //!
 //! * [`Origin`]: libunftp with the unftp-sbe-fs back end, serving a temporary directory that
 //!   holds one generated object ([`object_bytes`]) as [`OBJECT`], on `127.0.0.1:0`, passive
-//!   ports on loopback, anonymous login, optional explicit FTPS.
+//!   ports on loopback, anonymous login, optional explicit FTPS; switched into a
+//!   [`Misbehaviour`] (refuse, no `REST`, cut data connections) with
+//!   [`Origin::set_misbehaviour`].
 //! * [`Scripted`]: a small hand-written FTP server for what libunftp has no hook for: the
 //!   order of the replies after `ABOR`, a `421` greeting, a `227` naming another host, a data
 //!   connection cut short, required credentials. It logs every command it receives.
 
+use std::fmt::Debug;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{ready, Context, Poll};
 use std::time::{Duration, SystemTime};
 
+use async_trait::async_trait;
 use hydra_core::ByteRange;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinHandle;
+use tokio::task::{AbortHandle, JoinHandle};
+use unftp_core::auth::UserDetail;
+use unftp_core::storage::{Fileinfo, Metadata, StorageBackend};
 
 /// The object's file name in the served directory.
 pub const OBJECT: &str = "object.bin";
@@ -39,8 +47,26 @@ pub struct OriginConfig {
     pub size: u64,
     /// Seed of the object's content.
     pub seed: u64,
-    /// Explicit FTPS with this certificate chain and key (PEM files).
+    /// Explicit FTPS with this certificate chain and key (PEM files). TLS is then required:
+    /// on the control connection (`534` to a login without `AUTH TLS`), and on data
+    /// connections opened with `PASV` (`534` to a `PASV` without `PROT P`; libunftp does not
+    /// check `EPSV`).
     pub ftps: Option<(PathBuf, PathBuf)>,
+}
+
+/// What the libunftp [`Origin`] gets wrong on purpose ([`Origin::set_misbehaviour`]); the
+/// default is nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Misbehaviour {
+    /// Greet every new control connection with `421 Service not available` and close it (a
+    /// server over its user limit, or going down).
+    pub refuse: bool,
+    /// Answer `REST` with `502` and leave `REST` out of `FEAT`: a server that cannot resume,
+    /// so every `RETR` serves the file from byte 0.
+    pub no_rest: bool,
+    /// Cut every `RETR` after this many bytes (unless the file ends first): the data
+    /// connection is closed and the transfer answered with `426`.
+    pub truncate_after: Option<u64>,
 }
 
 /// A running libunftp origin. Dropping it stops accepting connections and removes the
@@ -51,6 +77,8 @@ pub struct Origin {
     accept: JoinHandle<()>,
     state: Arc<Mutex<(u64, u64, u64)>>,
     connections: Arc<AtomicU64>,
+    faults: Arc<Mutex<Misbehaviour>>,
+    sessions: Arc<Mutex<Vec<AbortHandle>>>,
 }
 
 impl Origin {
@@ -62,34 +90,61 @@ impl Origin {
         let addr = listener.local_addr()?;
         let root = dir.path().to_path_buf();
         let connections = Arc::new(AtomicU64::new(0));
-        let counter = connections.clone();
+        let faults = Arc::new(Mutex::new(Misbehaviour::default()));
+        let sessions = Arc::new(Mutex::new(Vec::<AbortHandle>::new()));
+        let (counter, f, open) = (connections.clone(), faults.clone(), sessions.clone());
         let ftps = cfg.ftps.clone();
         let accept = tokio::spawn(async move {
             // Bounded by the origin's lifetime: aborted on drop.
-            while let Ok((stream, _)) = listener.accept().await {
+            while let Ok((mut stream, _)) = listener.accept().await {
                 counter.fetch_add(1, Ordering::Relaxed);
+                if lock(&f).refuse {
+                    let _ = stream
+                        .write_all(b"421 Service not available, closing control connection\r\n")
+                        .await;
+                    continue;
+                }
                 let root = root.clone();
                 let ftps = ftps.clone();
-                tokio::spawn(async move {
-                    let gen_root = root.clone();
-                    let mut b = libunftp::ServerBuilder::new(Box::new(move || {
+                let faults = f.clone();
+                let session = tokio::spawn(async move {
+                    let mut b = libunftp::ServerBuilder::new(Box::new(move || FaultyFs {
                         // The directory exists for the origin's lifetime.
-                        unftp_sbe_fs::Filesystem::new(gen_root.clone())
-                            .unwrap_or_else(|_| unreachable_fs())
+                        inner: unftp_sbe_fs::Filesystem::new(root.clone())
+                            .unwrap_or_else(|_| unreachable_fs()),
+                        faults: faults.clone(),
                     }))
                     .passive_host(libunftp::options::PassiveHost::Ip(Ipv4Addr::LOCALHOST))
                     .passive_ports(49152..=65000)
                     .greeting("hydra reference FTP origin");
+                    let tls = ftps.is_some();
                     if let Some((cert, key)) = ftps {
-                        b = b.ftps(cert, key);
+                        b = b.ftps(cert, key).ftps_required(true, true);
                     }
-                    match b.build() {
-                        Ok(server) => {
-                            let _ = server.service(stream).await;
+                    let server = match b.build() {
+                        Ok(server) => server,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "origin: cannot build server");
+                            return;
                         }
-                        Err(e) => tracing::warn!(error = %e, "origin: cannot build server"),
+                    };
+                    if !tls {
+                        let _ = server.service(stream).await;
+                        return;
+                    }
+                    match loopback_pair().await {
+                        Ok((near, far)) => {
+                            let _ = tokio::join!(
+                                server.service(far),
+                                auth_tls_relay(stream, near, AUTH_TLS_HOLD)
+                            );
+                        }
+                        Err(e) => tracing::warn!(error = %e, "origin: no loopback pair"),
                     }
                 });
+                let mut open = lock(&open);
+                open.retain(|h| !h.is_finished());
+                open.push(session.abort_handle());
             }
         });
         Ok(Origin {
@@ -98,7 +153,26 @@ impl Origin {
             accept,
             state: Arc::new(Mutex::new((cfg.seed, cfg.size, 0))),
             connections,
+            faults,
+            sessions,
         })
+    }
+
+    /// Switches the origin into `m` (`Misbehaviour::default()`: behave). Every control
+    /// connection open at that moment is closed, as a server restarted with a new
+    /// configuration would close them: libunftp fixes a session's features (`REST`) when the
+    /// session starts, so only sessions opened from now on show the change everywhere. A
+    /// client with pooled sessions sees them closed and dials again.
+    pub fn set_misbehaviour(&self, m: Misbehaviour) {
+        *lock(&self.faults) = m;
+        for h in lock(&self.sessions).drain(..) {
+            h.abort();
+        }
+    }
+
+    /// The misbehaviour in force.
+    pub fn misbehaviour(&self) -> Misbehaviour {
+        *lock(&self.faults)
     }
 
     /// The control address.
@@ -145,6 +219,226 @@ impl Origin {
 impl Drop for Origin {
     fn drop(&mut self) {
         self.accept.abort();
+    }
+}
+
+/// How long the FTPS origin holds a client's first bytes after its `234` reply to `AUTH TLS`
+/// ([`auth_tls_relay`]).
+const AUTH_TLS_HOLD: Duration = Duration::from_millis(100);
+
+/// Two ends of a fresh loopback TCP connection (a listener per pair, so concurrent pairs
+/// never cross).
+async fn loopback_pair() -> io::Result<(TcpStream, TcpStream)> {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+    let (near, far) = tokio::join!(TcpStream::connect(l.local_addr()?), l.accept());
+    Ok((near?, far?.0))
+}
+
+/// Relays an FTPS control connection between the client and libunftp, holding the client's
+/// first bytes after the server's `234` reply (to `AUTH TLS`) for `hold`.
+///
+/// Why: libunftp 0.24 answers `AUTH TLS` with `234` and only then, from a spawned task, tells
+/// its control loop to start the TLS handshake; a `ClientHello` that arrives before that
+/// message is read as an FTP command (`500`, in clear text) and the client's handshake fails
+/// with "corrupt message" — in about one FTPS session in ten on this machine. Real clients
+/// send the `ClientHello` at once, so the origin, not the client, absorbs the race.
+async fn auth_tls_relay(client: TcpStream, server: TcpStream, hold: Duration) {
+    let (mut cr, mut cw) = client.into_split();
+    let (mut sr, mut sw) = server.into_split();
+    let auth_ok: Mutex<Option<tokio::time::Instant>> = Mutex::new(None);
+    let down = async {
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut line = Vec::new();
+        let mut seen = false;
+        loop {
+            let n = sr.read(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            // Scanned before it is forwarded: the hold is armed before the client can answer.
+            for &b in &buf[..n] {
+                if seen {
+                    break;
+                }
+                line.push(b);
+                if b == b'\n' {
+                    if line.starts_with(b"234") {
+                        seen = true;
+                        *lock(&auth_ok) = Some(tokio::time::Instant::now() + hold);
+                    }
+                    line.clear();
+                }
+            }
+            cw.write_all(&buf[..n]).await?;
+        }
+        cw.shutdown().await
+    };
+    let up = async {
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut held = false;
+        loop {
+            let n = cr.read(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            let until = *lock(&auth_ok);
+            if let (false, Some(until)) = (held, until) {
+                held = true;
+                tokio::time::sleep_until(until).await;
+            }
+            sw.write_all(&buf[..n]).await?;
+        }
+        sw.shutdown().await
+    };
+    let _: (io::Result<()>, io::Result<()>) = tokio::join!(down, up);
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Invariant: no code panics while holding these locks (plain assignments and Vec edits).
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// unftp-sbe-fs with the origin's [`Misbehaviour`] applied: `REST` withheld from sessions
+/// started while `no_rest` is on, reads cut after `truncate_after` bytes.
+#[derive(Debug)]
+struct FaultyFs {
+    inner: unftp_sbe_fs::Filesystem,
+    faults: Arc<Mutex<Misbehaviour>>,
+}
+
+/// A file reader that ends in an error once `Take`'s limit is reached: libunftp then closes
+/// the data connection and replies `426`. Used only when the file has more bytes than the
+/// limit, so the error always means "cut short".
+struct CutAfter {
+    inner: tokio::io::Take<Box<dyn AsyncRead + Send + Sync + Unpin>>,
+}
+
+impl AsyncRead for CutAfter {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut self.inner).poll_read(cx, buf))?;
+        if buf.filled().len() == before && buf.remaining() > 0 {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "origin misbehaviour: data connection cut (truncate_after)",
+            )));
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[async_trait]
+impl<User: UserDetail> StorageBackend<User> for FaultyFs {
+    type Metadata = unftp_sbe_fs::Meta;
+
+    fn enter(&mut self, user_detail: &User) -> io::Result<()> {
+        StorageBackend::<User>::enter(&mut self.inner, user_detail)
+    }
+
+    fn supported_features(&self) -> u32 {
+        let all = StorageBackend::<User>::supported_features(&self.inner);
+        if lock(&self.faults).no_rest {
+            all & !unftp_core::storage::FEATURE_RESTART
+        } else {
+            all
+        }
+    }
+
+    async fn metadata<P: AsRef<Path> + Send + Debug>(
+        &self,
+        user: &User,
+        path: P,
+    ) -> unftp_core::storage::Result<Self::Metadata> {
+        self.inner.metadata(user, path).await
+    }
+
+    async fn list<P: AsRef<Path> + Send + Debug>(
+        &self,
+        user: &User,
+        path: P,
+    ) -> unftp_core::storage::Result<Vec<Fileinfo<PathBuf, Self::Metadata>>>
+    where
+        Self::Metadata: Metadata,
+    {
+        self.inner.list(user, path).await
+    }
+
+    async fn get<P: AsRef<Path> + Send + Debug>(
+        &self,
+        user: &User,
+        path: P,
+        start_pos: u64,
+    ) -> unftp_core::storage::Result<Box<dyn AsyncRead + Send + Sync + Unpin>> {
+        let cut = lock(&self.faults).truncate_after;
+        let cut = match cut {
+            Some(n) => {
+                let len = self.inner.metadata(user, path.as_ref()).await?.len();
+                (start_pos.saturating_add(n) < len).then_some(n)
+            }
+            None => None,
+        };
+        let reader = self.inner.get(user, path, start_pos).await?;
+        Ok(match cut {
+            Some(n) => Box::new(CutAfter {
+                inner: reader.take(n),
+            }),
+            None => reader,
+        })
+    }
+
+    async fn put<P: AsRef<Path> + Send + Debug, R: AsyncRead + Send + Sync + Unpin + 'static>(
+        &self,
+        user: &User,
+        input: R,
+        path: P,
+        start_pos: u64,
+    ) -> unftp_core::storage::Result<u64> {
+        self.inner.put(user, input, path, start_pos).await
+    }
+
+    async fn del<P: AsRef<Path> + Send + Debug>(
+        &self,
+        user: &User,
+        path: P,
+    ) -> unftp_core::storage::Result<()> {
+        self.inner.del(user, path).await
+    }
+
+    async fn mkd<P: AsRef<Path> + Send + Debug>(
+        &self,
+        user: &User,
+        path: P,
+    ) -> unftp_core::storage::Result<()> {
+        self.inner.mkd(user, path).await
+    }
+
+    async fn rename<P: AsRef<Path> + Send + Debug>(
+        &self,
+        user: &User,
+        from: P,
+        to: P,
+    ) -> unftp_core::storage::Result<()> {
+        self.inner.rename(user, from, to).await
+    }
+
+    async fn rmd<P: AsRef<Path> + Send + Debug>(
+        &self,
+        user: &User,
+        path: P,
+    ) -> unftp_core::storage::Result<()> {
+        self.inner.rmd(user, path).await
+    }
+
+    async fn cwd<P: AsRef<Path> + Send + Debug>(
+        &self,
+        user: &User,
+        path: P,
+    ) -> unftp_core::storage::Result<()> {
+        self.inner.cwd(user, path).await
     }
 }
 
