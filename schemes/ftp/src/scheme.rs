@@ -186,6 +186,7 @@ impl FtpScheme {
                     s.rest_zero(rt).await?;
                 }
             } else {
+                // suppaftp sends this `REST` lazily: after `EPSV`/`PASV`, just before `RETR`.
                 s.ftp.resume_transfer(offset).await.map_err(map_ftp)?;
             }
             let r = timed(rt, async {
@@ -193,18 +194,40 @@ impl FtpScheme {
             })
             .await;
             match r {
-                // A server without EPSV says 500/502 to it: fall back to PASV once.
-                Err(ErrorKind::Protocol(m))
-                    if attempt == 0
-                        && self.options.passive == crate::Passive::Epsv
-                        && (m.starts_with("FTP reply 500") || m.starts_with("FTP reply 502")) =>
-                {
+                Err(ErrorKind::Protocol(m)) if m.starts_with("FTP reply 5") => {
+                    // A 5xx here answered EPSV, REST or RETR. When a REST was sent, ask it
+                    // alone (error path only): a server that refuses it cannot serve ranges,
+                    // and its refusal must not pass for a missing EPSV.
+                    if start > 0 {
+                        self.rest_alone(s, start).await?;
+                    }
+                    // A server without EPSV says 500/502 to it: fall back to PASV once.
+                    let no_epsv = m.starts_with("FTP reply 500") || m.starts_with("FTP reply 502");
+                    if !(attempt == 0 && self.options.passive == crate::Passive::Epsv && no_epsv) {
+                        return Err(ErrorKind::Protocol(m));
+                    }
                     s.ftp.set_mode(Mode::Passive);
                 }
                 other => return other,
             }
         }
         Err(ErrorKind::Protocol("neither EPSV nor PASV accepted".into()))
+    }
+
+    /// Sends `REST start` on its own: `Ok` when accepted (the offset it arms is replaced by the
+    /// next transfer's own `REST`, or dies with the session), the refusal otherwise.
+    async fn rest_alone(&self, s: &mut Session, start: u64) -> Result<(), ErrorKind> {
+        timed(self.options.reply_timeout, async {
+            s.ftp
+                .custom_command(
+                    format!("REST {start}"),
+                    &[suppaftp::Status::RequestFilePending],
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| rest_refused(e, start))
+        })
+        .await
     }
 
     async fn fetch_inner(&self, req: &mut FetchRequest) -> Result<FetchOutcome, ErrorKind> {
@@ -292,14 +315,17 @@ impl FtpScheme {
         let stop_timeout = self.options.stop_timeout;
         if eof {
             // The data connection ended before the range did.
+            let expected = writer.bound().hi();
             let code = match tokio::time::timeout(stop_timeout, transfer.finish()).await {
                 Ok(Ok(())) => Some(226),
                 _ => None,
             };
-            let truncated = ErrorKind::Truncated {
-                expected: writer.bound().hi(),
-                got: at,
-            };
+            if writer.remaining() == 0 {
+                // Meanwhile the bound was lowered (or the fetch cancelled) to where the data
+                // ended: nothing the fetch still owes is missing. (The session is not reused.)
+                return Ok(writer.outcome_at_bound());
+            }
+            let truncated = ErrorKind::Truncated { expected, got: at };
             if code != Some(226) {
                 return Err(truncated);
             }
@@ -353,6 +379,18 @@ impl FtpScheme {
             Err(e) => tracing::debug!(error = %e, "stopping failed; session dropped"),
         }
         Ok(writer.outcome_at_bound())
+    }
+}
+
+/// A `REST` that failed. A 5xx means the server (no longer) resumes transfers: it cannot
+/// serve a range that starts past byte 0, which is fatal for the source (its probe said it
+/// could); the reply is kept in the message.
+fn rest_refused(e: suppaftp::FtpError, start: u64) -> ErrorKind {
+    match map_ftp(e) {
+        ErrorKind::Protocol(m) if m.starts_with("FTP reply 5") => ErrorKind::Protocol(format!(
+            "REST {start} refused ({m}): the server cannot resume, so it cannot serve ranges"
+        )),
+        other => other,
     }
 }
 
