@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use hydra_scheme::ByteRange;
+use hydra_scheme_ftp::origin as ftp_origin;
 use hydra_scheme_ftp::{FtpOptions, FtpScheme};
 use hydra_scheme_http::origin as http_origin;
 use hydra_scheme_http::{HttpOptions, HttpScheme};
@@ -239,7 +240,7 @@ impl OriginFactory for FtpOrigins {
         "libunftp reference"
     }
     async fn start(&self, size: u64, seed: u64) -> Result<Box<dyn LiveOrigin>, LiveError> {
-        let o = hydra_scheme_ftp::origin::Origin::start(hydra_scheme_ftp::origin::OriginConfig {
+        let o = ftp_origin::Origin::start(ftp_origin::OriginConfig {
             size,
             seed,
             ftps: None,
@@ -250,7 +251,7 @@ impl OriginFactory for FtpOrigins {
 }
 
 struct FtpLive {
-    o: hydra_scheme_ftp::origin::Origin,
+    o: ftp_origin::Origin,
     seed: u64,
     size: u64,
 }
@@ -260,13 +261,38 @@ impl LiveOrigin for FtpLive {
         self.o.addr()
     }
     fn url_via(&self, via: SocketAddr) -> String {
-        format!("ftp://{via}/{}", hydra_scheme_ftp::origin::OBJECT)
+        format!("ftp://{via}/{}", ftp_origin::OBJECT)
     }
     fn size(&self) -> u64 {
         self.size
     }
     fn content(&self) -> Vec<u8> {
         self.o.content(ByteRange::new(0, self.size))
+    }
+    fn supports(&self, fault: OriginFault) -> bool {
+        // FTP replies name no range (`REST` gives only a start, `RETR` carries no offset):
+        // there is nothing to name wrongly, so `WrongRange` has no FTP form.
+        !matches!(fault, OriginFault::WrongRange)
+    }
+    fn set_fault(&self, fault: Option<OriginFault>) -> Result<(), LiveError> {
+        let mut m = ftp_origin::Misbehaviour::default();
+        match fault {
+            None => {}
+            // A server that cannot resume: `REST` answered `502`, left out of `FEAT`.
+            Some(OriginFault::IgnoreRanges) => m.no_rest = true,
+            // Every `RETR` cut after `after` bytes, answered `426`.
+            Some(OriginFault::TruncateEvery { after }) => m.truncate_after = Some(after),
+            // `421` to every new control connection (open ones are closed on the switch).
+            Some(OriginFault::RefuseRequests) => m.refuse = true,
+            Some(f @ OriginFault::WrongRange) => {
+                return Err(LiveError::Unsupported(format!(
+                    "FTP replies name no range, so the FTP origin cannot {}",
+                    f.name()
+                )))
+            }
+        }
+        self.o.set_misbehaviour(m);
+        Ok(())
     }
     fn can_replace(&self) -> bool {
         true
