@@ -436,17 +436,27 @@ struct Answer {
     result: Result<Probe, Failure>,
 }
 
+/// Probes every source at once, primed when `prime` (the response continues as the first
+/// fetch; see `Scheme::probe_primed`).
 async fn probe_all(
     inputs: Vec<SourceInput>,
     labels: Vec<String>,
     timeout: Duration,
+    prime: bool,
 ) -> Vec<Answer> {
     let tasks: Vec<_> = inputs
         .into_iter()
         .zip(labels)
         .map(|(input, label)| {
             tokio::spawn(async move {
-                let r = tokio::time::timeout(timeout, input.scheme.probe(&input.endpoint)).await;
+                let probe = async {
+                    if prime {
+                        input.scheme.probe_primed(&input.endpoint).await
+                    } else {
+                        input.scheme.probe(&input.endpoint).await
+                    }
+                };
+                let r = tokio::time::timeout(timeout, probe).await;
                 let result = match r {
                     Ok(Ok(p)) => Ok(p),
                     Ok(Err(e)) => Err((exit_for(&e.kind), e.to_string())),
@@ -585,7 +595,9 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
         }
     }
 
-    let answers = probe_all(inputs, labels, engine_opts.probe_timeout).await;
+    // A resume may hold byte 0 already: no primed probe then.
+    let prime = engine_opts.primes(inputs.len()) && previous.is_none();
+    let answers = probe_all(inputs, labels, engine_opts.probe_timeout, prime).await;
     for (i, a) in answers.iter().enumerate() {
         show_probe(ui, i, a);
     }

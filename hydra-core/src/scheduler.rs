@@ -15,6 +15,9 @@ pub enum Session {
     New,
     /// A pooled connection.
     Reused,
+    /// A response already under way when the fetch began (a primed probe continued as the
+    /// fetch): its first byte says nothing about setup cost, so it gives no δ sample.
+    Primed,
 }
 
 /// How the transfer ended.
@@ -402,6 +405,7 @@ impl Scheduler {
         match session {
             Session::New => s.delta_new.add(d),
             Session::Reused => s.delta_reused.add(d),
+            Session::Primed => {}
         }
     }
 

@@ -268,3 +268,26 @@ fn a_dead_source_reports_dead_rather_than_measuring() {
         "{r:?}"
     );
 }
+
+/// The first request of a lone source, answered after `wait` on a session of kind `session`;
+/// returns the source's setup cost as the scheduler then knows it.
+fn setup_cost_after(session: Session, wait: Duration) -> Option<Duration> {
+    let cfg = Config {
+        concurrency: hydra_core::Concurrency::Fixed(1),
+        ..Config::default()
+    };
+    let mut s = Scheduler::new(1 << 20, vec![SourceSpec::new(Capabilities::HTTP)], cfg);
+    s.tick(Duration::ZERO);
+    let Some(Action::Request { fetch, .. }) = s.poll_action() else {
+        panic!("a lone source's first action is a request");
+    };
+    s.on_first_byte(fetch, session, wait);
+    s.setup_cost(SourceId(0))
+}
+
+#[test]
+fn a_primed_first_byte_gives_no_setup_cost_sample_while_a_new_session_does() {
+    let wait = Duration::from_millis(50);
+    assert_eq!(setup_cost_after(Session::Primed, wait), None);
+    assert_eq!(setup_cost_after(Session::New, wait), Some(wait));
+}

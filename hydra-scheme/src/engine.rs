@@ -25,8 +25,8 @@ use crate::sink::Sink;
 use crate::writer::{FetchEvent, FetchEventKind, RangeWriter};
 use crate::RangeBound;
 use hydra_core::{
-    Action, ByteRange, Capabilities, Config, ConnId, FetchEnd, FetchId, LimitReason, Notice,
-    Outcome, RangeSet, Scheduler, Session, SourceId, SourceSpec,
+    Action, ByteRange, Capabilities, Concurrency, Config, ConnId, FetchEnd, FetchId, LimitReason,
+    Notice, Outcome, RangeSet, Scheduler, Session, SourceId, SourceSpec,
 };
 use std::collections::BTreeMap;
 use std::fmt;
@@ -46,6 +46,10 @@ pub struct EngineOptions {
     pub cancel_grace: Duration,
     /// How often a [`EngineEvent::Progress`] is sent. Default 500 ms.
     pub progress_every: Duration,
+    /// Probe with [`Scheme::probe_primed`] when [`EngineOptions::primes`] says so, so that
+    /// the probe's response continues as the first fetch from offset 0 (one round trip
+    /// saved). Turn off when byte 0 is already held (a resume). Default on.
+    pub prime_first_probe: bool,
 }
 
 impl Default for EngineOptions {
@@ -55,7 +59,23 @@ impl Default for EngineOptions {
             probe_timeout: Duration::from_secs(20),
             cancel_grace: Duration::from_secs(2),
             progress_every: Duration::from_millis(500),
+            prime_first_probe: true,
         }
+    }
+}
+
+impl EngineOptions {
+    /// Whether a transfer from `sources` sources primes its probe: only with one source that
+    /// starts on one connection, whose first fetch is then the whole object. With several
+    /// first fetches the one from 0 would end at a split while a primed response runs to the
+    /// end of the object, so the rest would cross the wire as waste and its connection could
+    /// not be reused.
+    pub fn primes(&self, sources: usize) -> bool {
+        let one = match self.config.concurrency {
+            Concurrency::Search { start } => start <= 1,
+            Concurrency::Fixed(n) => n <= 1,
+        };
+        self.prime_first_probe && sources == 1 && one
     }
 }
 
@@ -216,6 +236,7 @@ enum Msg {
 struct Running {
     source: usize,
     reused: bool,
+    primed: bool,
     bound: Arc<RangeBound>,
     task: JoinHandle<()>,
     cancelled_at: Option<Instant>,
@@ -239,12 +260,19 @@ impl Engine {
             return Err(EngineError::NoSources);
         }
         let timeout = self.opts.probe_timeout;
+        let prime = self.opts.primes(sources.len());
         let tasks: Vec<_> = sources
             .into_iter()
             .map(|input| {
                 tokio::spawn(async move {
-                    let r =
-                        tokio::time::timeout(timeout, input.scheme.probe(&input.endpoint)).await;
+                    let probe = async {
+                        if prime {
+                            input.scheme.probe_primed(&input.endpoint).await
+                        } else {
+                            input.scheme.probe(&input.endpoint).await
+                        }
+                    };
+                    let r = tokio::time::timeout(timeout, probe).await;
                     let r = match r {
                         Ok(r) => r.map_err(|e| e.to_string()),
                         Err(_) => Err(format!("probe timed out after {timeout:?}")),
@@ -344,12 +372,17 @@ impl Engine {
                                 r.reused = reused;
                             }
                         }
+                        FetchEventKind::Primed => {
+                            if let Some(r) = running.get_mut(&e.fetch) {
+                                r.primed = true;
+                            }
+                        }
                         FetchEventKind::FirstByte => {
-                            let reused = running.get(&e.fetch).is_some_and(|r| r.reused);
-                            let session = if reused {
-                                Session::Reused
-                            } else {
-                                Session::New
+                            let r = running.get(&e.fetch);
+                            let session = match r.map(|r| (r.primed, r.reused)) {
+                                Some((true, _)) => Session::Primed,
+                                Some((false, true)) => Session::Reused,
+                                _ => Session::New,
                             };
                             sched.on_first_byte(e.fetch, session, now)
                         }
@@ -447,6 +480,7 @@ impl Engine {
                             Running {
                                 source: src,
                                 reused: false,
+                                primed: false,
                                 bound,
                                 task,
                                 cancelled_at: None,

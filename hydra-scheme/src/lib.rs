@@ -49,7 +49,7 @@ pub use error::{ErrorKind, SchemeError, TimeoutPhase};
 pub use hydra_core::{ByteRange, Capabilities, ConnId, Failure, FetchEnd, FetchId, RangeSet};
 pub use probe::{Probe, Validator};
 pub use registry::Registry;
-pub use scheme::{FetchOutcome, FetchRequest, Scheme};
+pub use scheme::{FetchOutcome, FetchRequest, Scheme, PRIMED_TTL};
 pub use sink::{FileSink, MemorySink, Sink};
 pub use url::Url;
 pub use writer::{FetchEvent, FetchEventKind, FetchObserver, NoObserver, RangeWriter, WriteResult};

@@ -10,6 +10,10 @@ use crate::error::SchemeError;
 use crate::probe::Probe;
 use crate::writer::RangeWriter;
 
+/// How long a primed probe's response waits for the fetch that continues it
+/// ([`Scheme::probe_primed`]).
+pub const PRIMED_TTL: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// One protocol (HTTP, FTP, SFTP, ...), serving one or more URL schemes.
 ///
 /// # Contract
@@ -50,6 +54,18 @@ pub trait Scheme: Send + Sync {
 
     /// Learns about the object at `endpoint`.
     async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError>;
+
+    /// Learns about the object like [`Scheme::probe`], and may keep the probe's response open
+    /// as the start of a fetch from offset 0 (a *primed* probe): the next fetch of the same
+    /// endpoint that starts at 0 continues that response — reporting
+    /// [`RangeWriter::primed`] instead of [`RangeWriter::connected`] — rather than sending a
+    /// request, which saves a round trip. A primed response that no fetch takes within
+    /// [`PRIMED_TTL`], or that a fetch of the endpoint starting elsewhere finds, is dropped
+    /// (what it had received is waste). The engine primes the probe of a lone source.
+    /// Default: a plain probe.
+    async fn probe_primed(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
+        self.probe(endpoint).await
+    }
 
     /// Fetches one range. See the trait's contract.
     async fn fetch(&self, request: FetchRequest) -> FetchOutcome;

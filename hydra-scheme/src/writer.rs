@@ -37,6 +37,10 @@ pub enum FetchEventKind {
         /// Taken from the pool rather than dialled.
         reused: bool,
     },
+    /// The fetch continues a response that was already under way before it began (a primed
+    /// probe, see [`Scheme::probe_primed`](crate::Scheme::probe_primed)): no request was sent for
+    /// it, so its first byte measures no setup cost.
+    Primed,
     /// The source's first response byte for this fetch arrived (headers, for HTTP). From here
     /// on the connection is delivering.
     FirstByte,
@@ -232,6 +236,12 @@ impl RangeWriter {
     /// Reports that the fetch has a session (`reused`: from a pool).
     pub fn connected(&self, reused: bool) {
         self.emit(FetchEventKind::Connected { reused });
+    }
+
+    /// Reports that the fetch continues a primed probe's response (instead of
+    /// [`RangeWriter::connected`]).
+    pub fn primed(&self) {
+        self.emit(FetchEventKind::Primed);
     }
 
     /// Reports the first response byte.

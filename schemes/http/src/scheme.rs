@@ -1,7 +1,8 @@
 //! [`HttpScheme`]: HTTP/1.1 and HTTPS ranged reads on hyper's low-level client.
 
+use std::collections::HashMap;
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
@@ -12,7 +13,7 @@ use http_body_util::{BodyExt, Empty};
 use hydra_core::{ByteRange, Capabilities, ConnId};
 use hydra_scheme::{
     Connector, Endpoint, ErrorKind, FetchOutcome, FetchRequest, Probe, Scheme, SchemeError,
-    Socks5Connector, Target, TcpConnector, TimeoutPhase, TlsConnector,
+    Socks5Connector, Target, TcpConnector, TimeoutPhase, TlsConnector, PRIMED_TTL,
 };
 use hyper::body::{Body as _, Incoming};
 use hyper_util::rt::TokioIo;
@@ -33,11 +34,32 @@ use crate::response::{self, check_same_object, says_close};
 ///   [`ErrorKind::RangeIgnored`]. A 200 body is never spliced into a range.
 /// * Connections are pooled by origin, preferring the one the fetch's slot used last; see
 ///   [`crate::pool`] for when a connection may go back.
+/// * A probe asks for `bytes=0-0`. A primed probe ([`Scheme::probe_primed`]) asks for
+///   `bytes=0-` and, when the response is the whole object (a `206` naming `0-(S-1)/S`, or a
+///   `200`), keeps it for the first fetch from 0, which then reads its body instead of sending
+///   a request.
 pub struct HttpScheme {
     options: HttpOptions,
     plain: Arc<dyn Connector>,
     tls: Arc<dyn Connector>,
     pool: Pool,
+    primed: Arc<Mutex<Primed>>,
+}
+
+/// Primed probes' responses waiting for the fetch from offset 0 that continues them, by the
+/// endpoint's URL ([`Scheme::probe_primed`]).
+#[derive(Default)]
+struct Primed {
+    waiting: HashMap<String, Waiting>,
+    next_id: u64,
+}
+
+/// One primed response: its body is the object from byte 0 to `body_end`.
+struct Waiting {
+    id: u64,
+    conn: Conn,
+    resp: Response<Incoming>,
+    body_end: u64,
 }
 
 impl std::fmt::Debug for HttpScheme {
@@ -61,8 +83,8 @@ struct Head {
 /// What to ask for.
 #[derive(Debug, Clone)]
 struct Ask {
-    /// Inclusive `(first, last)` for the `Range` header.
-    range: Option<(u64, u64)>,
+    /// Inclusive `(first, last)` for the `Range` header; `last: None` asks to the end.
+    range: Option<(u64, Option<u64>)>,
     if_range: Option<HeaderValue>,
     slot: Option<ConnId>,
 }
@@ -93,6 +115,7 @@ impl HttpScheme {
             options,
             plain,
             tls,
+            primed: Arc::default(),
         })
     }
 
@@ -258,10 +281,12 @@ impl HttpScheme {
         }
     }
 
-    async fn probe_inner(&self, ep: &Endpoint) -> Result<Probe, SchemeError> {
+    /// Probes with `Range: bytes=0-0`, or, when `prime`, with `bytes=0-`, keeping a response
+    /// that covers the whole object open for the first fetch from 0.
+    async fn probe_inner(&self, ep: &Endpoint, prime: bool) -> Result<Probe, SchemeError> {
         let err = |kind| SchemeError::new(ep, kind);
         let ask = Ask {
-            range: Some((0, 0)),
+            range: Some((0, if prime { None } else { Some(0) })),
             if_range: None,
             slot: None,
         };
@@ -270,29 +295,30 @@ impl HttpScheme {
         let validator = response::validator(h);
         let last_modified = response::last_modified(h);
         let status = head.resp.status();
-        let (size, ranged) = match status {
+        let mismatch = |got: String| {
+            err(ErrorKind::ContentRangeMismatch {
+                asked: ByteRange::new(0, 1),
+                got,
+            })
+        };
+        // Whether the body is the whole object from byte 0, to be kept for a fetch.
+        let (size, ranged, whole) = match status {
             StatusCode::PARTIAL_CONTENT => {
-                let cr = response::content_range(h).map_err(|got| {
-                    err(ErrorKind::ContentRangeMismatch {
-                        asked: ByteRange::new(0, 1),
-                        got,
-                    })
-                })?;
+                let cr = response::content_range(h).map_err(mismatch)?;
                 match (cr.range, cr.total) {
-                    (Some((0, 0)), Some(total)) => (total, true),
-                    _ => {
-                        return Err(err(ErrorKind::ContentRangeMismatch {
-                            asked: ByteRange::new(0, 1),
-                            got: format!("{cr:?}"),
-                        }))
+                    (Some((0, 0)), Some(total)) => (total, true, total == 1),
+                    // Asked to the end: a server may send less than the rest, never more.
+                    (Some((0, last)), Some(total)) if prime && last < total => {
+                        (total, true, last + 1 == total)
                     }
+                    _ => return Err(mismatch(format!("{cr:?}"))),
                 }
             }
             // An empty object: no byte 0 to serve.
             StatusCode::RANGE_NOT_SATISFIABLE
                 if response::content_range(h).is_ok_and(|c| c.total == Some(0)) =>
             {
-                (0, true)
+                (0, true, false)
             }
             StatusCode::OK => {
                 let len = response::content_length(h).ok_or_else(|| {
@@ -300,8 +326,7 @@ impl HttpScheme {
                         "server ignores ranges and gives no Content-Length".into(),
                     ))
                 })?;
-                // The body is not read: the connection is dropped, never pooled.
-                (len, false)
+                (len, false, true)
             }
             s => return Err(err(self.status_error(s, h))),
         };
@@ -313,10 +338,57 @@ impl HttpScheme {
             connect: head.connect,
             first_byte: head.first_byte,
         };
-        if status != StatusCode::OK {
+        if prime && whole && size > 0 {
+            self.park(ep, head.conn, head.resp, size);
+        } else if (status == StatusCode::PARTIAL_CONTENT && !prime)
+            || status == StatusCode::RANGE_NOT_SATISFIABLE
+        {
             self.release(head.conn, head.resp, None).await;
         }
+        // Otherwise (a 200, or a primed 206 that is not the whole object) the body is not
+        // read: the connection is dropped, never pooled.
         Ok(probe)
+    }
+
+    /// Keeps a primed probe's response for the first fetch of `ep` from offset 0, for at most
+    /// [`PRIMED_TTL`]; a response kept earlier for `ep` is dropped.
+    fn park(&self, ep: &Endpoint, conn: Conn, resp: Response<Incoming>, body_end: u64) {
+        let key = ep.url().as_str().to_owned();
+        let id = {
+            let mut p = self.primed.lock().unwrap_or_else(|e| e.into_inner());
+            p.next_id += 1;
+            let id = p.next_id;
+            p.waiting.insert(
+                key.clone(),
+                Waiting {
+                    id,
+                    conn,
+                    resp,
+                    body_end,
+                },
+            );
+            id
+        };
+        let primed = Arc::downgrade(&self.primed);
+        tokio::spawn(async move {
+            tokio::time::sleep(PRIMED_TTL).await;
+            if let Some(p) = primed.upgrade() {
+                let mut p = p.lock().unwrap_or_else(|e| e.into_inner());
+                if p.waiting.get(&key).is_some_and(|w| w.id == id) {
+                    tracing::debug!(url = %key, "primed probe response not taken; dropped");
+                    p.waiting.remove(&key);
+                }
+            }
+        });
+    }
+
+    /// Takes the primed response kept for `ep`, if any.
+    fn take_primed(&self, ep: &Endpoint) -> Option<Waiting> {
+        let mut p = self.primed.lock().unwrap_or_else(|e| e.into_inner());
+        if p.waiting.is_empty() {
+            return None;
+        }
+        p.waiting.remove(ep.url().as_str())
     }
 
     fn status_error(&self, s: StatusCode, h: &http::HeaderMap) -> ErrorKind {
@@ -331,30 +403,18 @@ impl HttpScheme {
         }
     }
 
-    async fn fetch_inner(&self, req: &mut FetchRequest) -> Result<FetchOutcome, ErrorKind> {
-        let start = req.writer.offset();
-        let hi = req.writer.bound().hi();
-        if req.writer.remaining() == 0 {
-            return Ok(req.writer.outcome_at_bound());
-        }
+    /// Sends the request for `asked` and checks the response head against the probe.
+    async fn request_range(
+        &self,
+        req: &FetchRequest,
+        ask: &Ask,
+        asked: ByteRange,
+    ) -> Result<(Conn, Response<Incoming>, u64), ErrorKind> {
+        let (start, hi) = (asked.lo, asked.hi);
         let expect = &req.expect;
-        if !expect.ranged && start != 0 {
-            return Err(ErrorKind::RangeIgnored);
-        }
-        let if_range = match (&expect.validator, expect.last_modified) {
-            (Some(v), _) if v.strong().is_some() => v.strong().and_then(|s| s.parse().ok()),
-            (_, Some(t)) => httpdate::fmt_http_date(t).parse().ok(),
-            _ => None,
-        };
-        let ask = Ask {
-            range: expect.ranged.then(|| (start, hi - 1)),
-            if_range: if_range.filter(|_| expect.ranged),
-            slot: Some(req.slot),
-        };
-        let asked = ByteRange::new(start, hi);
         let writer = &req.writer;
         let head = self
-            .exchange(&req.endpoint, &ask, &|reused| writer.connected(reused))
+            .exchange(&req.endpoint, ask, &|reused| writer.connected(reused))
             .await
             .map_err(|e| e.kind)?;
         req.writer.first_byte();
@@ -406,6 +466,41 @@ impl HttpScheme {
             expect.size
         } else {
             hi
+        };
+        Ok((conn, resp, end_of_body))
+    }
+
+    async fn fetch_inner(&self, req: &mut FetchRequest) -> Result<FetchOutcome, ErrorKind> {
+        let start = req.writer.offset();
+        let hi = req.writer.bound().hi();
+        if req.writer.remaining() == 0 {
+            return Ok(req.writer.outcome_at_bound());
+        }
+        let expect = &req.expect;
+        if !expect.ranged && start != 0 {
+            return Err(ErrorKind::RangeIgnored);
+        }
+        let if_range = match (&expect.validator, expect.last_modified) {
+            (Some(v), _) if v.strong().is_some() => v.strong().and_then(|s| s.parse().ok()),
+            (_, Some(t)) => httpdate::fmt_http_date(t).parse().ok(),
+            _ => None,
+        };
+        let ask = Ask {
+            range: expect.ranged.then_some((start, Some(hi - 1))),
+            if_range: if_range.filter(|_| expect.ranged),
+            slot: Some(req.slot),
+        };
+        let asked = ByteRange::new(start, hi);
+        // A primed probe's response for this endpoint continues as the fetch from 0; found by a
+        // fetch starting elsewhere, it is dropped (its connection closes).
+        let primed = self.take_primed(&req.endpoint).filter(|_| start == 0);
+        let (conn, resp, end_of_body) = match primed {
+            Some(w) => {
+                req.writer.primed();
+                req.writer.first_byte();
+                (w.conn, w.resp, w.body_end)
+            }
+            None => self.request_range(req, &ask, asked).await?,
         };
         let keep_alive = resp.version() == Version::HTTP_11 && !says_close(resp.headers());
         let mut body = resp.into_body();
@@ -486,7 +581,11 @@ impl Scheme for HttpScheme {
     }
 
     async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
-        self.probe_inner(endpoint).await
+        self.probe_inner(endpoint, false).await
+    }
+
+    async fn probe_primed(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
+        self.probe_inner(endpoint, true).await
     }
 
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
@@ -540,8 +639,10 @@ fn build_request(
         .header(header::HOST, host)
         .header(header::USER_AGENT, user_agent)
         .header(header::ACCEPT_ENCODING, "identity");
-    if let Some((first, last)) = ask.range {
-        b = b.header(header::RANGE, format!("bytes={first}-{last}"));
+    match ask.range {
+        Some((first, Some(last))) => b = b.header(header::RANGE, format!("bytes={first}-{last}")),
+        Some((first, None)) => b = b.header(header::RANGE, format!("bytes={first}-")),
+        None => {}
     }
     if let Some(v) = &ask.if_range {
         b = b.header(header::IF_RANGE, v.clone());

@@ -200,7 +200,13 @@ async fn truncation_every_time_ends_in_a_clear_error_naming_the_source() {
             ..Misbehaviour::default()
         })
     };
-    let Err(err) = transfer_with(&engine(Concurrency::Fixed(1)), &[&o], truncate).await else {
+    // Not primed: a primed probe's response, sent before the switch, would be the whole
+    // object, untruncated.
+    let e = Engine::new(EngineOptions {
+        prime_first_probe: false,
+        ..EngineOptions::default()
+    });
+    let Err(err) = transfer_with(&e, &[&o], truncate).await else {
         panic!("a source that truncates every response must not complete");
     };
     let msg = err.to_string();
@@ -299,4 +305,75 @@ async fn the_concurrency_search_opens_more_connections_when_each_is_rate_limited
         "per-connection limits leave headroom the search must find: {:?}",
         report.limits
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_source_s_primed_probe_continues_as_the_first_fetch_in_one_request() {
+    let size = 1 << 20;
+    let o = origin(size, Misbehaviour::default()).await;
+    let (bytes, report) = transfer(&engine(Concurrency::Fixed(1)), &[&o])
+        .await
+        .expect("transfer");
+    assert_eq!(bytes, object_bytes(7, ByteRange::new(0, size)));
+    assert_eq!(report.requests, 1, "{report:?}");
+    // The probe's response was the fetch; the only other request is the engine's closing
+    // revalidation (`bytes=0-0`), on the same connection.
+    assert_eq!(o.requests_served(), 2);
+    assert_eq!(o.connections_accepted(), 1);
+    assert_eq!(o.bytes_served(), size + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_priming_the_same_transfer_costs_a_probe_request() {
+    let size = 1 << 20;
+    let o = origin(size, Misbehaviour::default()).await;
+    let e = Engine::new(EngineOptions {
+        prime_first_probe: false,
+        ..EngineOptions::default()
+    });
+    let (bytes, _) = transfer(&e, &[&o]).await.expect("transfer");
+    assert_eq!(bytes, object_bytes(7, ByteRange::new(0, size)));
+    // Probe, fetch, closing revalidation.
+    assert_eq!(o.requests_served(), 3);
+    assert_eq!(o.bytes_served(), size + 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primed_response_is_not_spliced_into_a_fetch_that_starts_elsewhere() {
+    use hydra_scheme::{FetchRequest, NoObserver, RangeWriter};
+    let size = 1 << 20;
+    let o = origin(size, Misbehaviour::default()).await;
+    let s = scheme();
+    let ep = Endpoint::parse(&o.url("/object")).expect("url");
+    let probe = s.probe_primed(&ep).await.expect("probe");
+    assert_eq!(probe.size, size);
+    let range = ByteRange::new(4096, 8192);
+    let sink = Arc::new(MemorySink::new(size as usize));
+    let (_bound, writer) = RangeWriter::for_range(
+        hydra_scheme::FetchId(1),
+        range,
+        sink.clone(),
+        Arc::new(NoObserver),
+    );
+    let req = FetchRequest {
+        endpoint: Arc::new(ep),
+        expect: probe,
+        slot: hydra_scheme::ConnId(0),
+        writer,
+    };
+    let outcome = tokio::time::timeout(LIMIT, s.fetch(req))
+        .await
+        .expect("bounded");
+    assert!(
+        matches!(outcome, hydra_scheme::FetchOutcome::Completed),
+        "{outcome:?}"
+    );
+    let got = sink.contents();
+    assert_eq!(
+        &got[4096..8192],
+        &object_bytes(7, ByteRange::new(4096, 8192))[..]
+    );
+    // Its own request, on a new connection: the primed one was dropped, not reused mid-body.
+    assert_eq!(o.requests_served(), 2);
+    assert_eq!(o.connections_accepted(), 2);
 }
