@@ -234,6 +234,11 @@ impl CollapseDetector {
         }
     }
 
+    /// The short average: the connection's rate now (0 before the first window).
+    pub fn current(&self) -> f64 {
+        self.short
+    }
+
     /// Short average over the reference: how far below its own established level the
     /// connection is now (1 when no reference yet).
     pub fn ratio(&self) -> f64 {

@@ -812,12 +812,14 @@ impl Scheduler {
         gt(now.saturating_sub(f.requested_at).as_secs_f64(), late)
     }
 
-    /// How the fetch on `slot` is collapsing. `Own` when it is graded collapsing and has fallen
-    /// much further below its own reference than its siblings on the same source (a sibling
-    /// joining a shared bottleneck can halve everyone's rate; that is not a collapse of this
-    /// connection): the source is fine, so a new connection to it is worth trying. `Path` when
-    /// it has no sibling to compare with and has fallen below 30 % of its reference: a collapse,
-    /// but possibly of the whole path to the source, so its work goes elsewhere.
+    /// How the fetch on `slot` is collapsing. `Own` when it is graded collapsing and is now
+    /// much slower than its siblings on the same source (under half their median rate): the
+    /// source is fine, so a new connection to it is worth trying. Rates now, not falls from
+    /// each one's own reference: a sibling that joins a shared bottleneck halves everyone's
+    /// rate, and the newcomer's reference is already the halved share, so comparing falls
+    /// would blame the older connection for the newcomer's arrival. `Path` when it has no
+    /// sibling to compare with and has fallen below 30 % of its reference: a collapse, but
+    /// possibly of the whole path to the source, so its work goes elsewhere.
     fn collapse(&self, slot: usize, now: Duration) -> Collapse {
         let Some(f) = &self.slots[slot].fetch else {
             return Collapse::None;
@@ -829,30 +831,29 @@ impl Scheduler {
             return Collapse::None;
         }
         let src = self.slots[slot].source;
-        let mut ratios = [0.0f64; 16];
+        let mut rates = [0.0f64; 16];
         let mut n = 0;
         for (i, s) in self.slots.iter().enumerate() {
             if i == slot || s.source != src {
                 continue;
             }
             if let Some(g) = &s.fetch {
-                if g.detector.windows() > 0 && n < ratios.len() {
-                    ratios[n] = g.detector.ratio();
+                if g.detector.windows() > 0 && n < rates.len() {
+                    rates[n] = g.detector.current();
                     n += 1;
                 }
             }
         }
-        let r = f.detector.ratio();
         if n == 0 {
-            return if r < 0.3 {
+            return if f.detector.ratio() < 0.3 {
                 Collapse::Path
             } else {
                 Collapse::None
             };
         }
-        let sib = &mut ratios[..n];
+        let sib = &mut rates[..n];
         sib.sort_by(f64::total_cmp);
-        if r < 0.5 * sib[n / 2] {
+        if f.detector.current() < 0.5 * sib[n / 2] {
             Collapse::Own
         } else {
             Collapse::None
