@@ -1386,8 +1386,42 @@ impl Scheduler {
 
     // ---------------------------------------------------------------- repair
 
+    /// The fetches of `src` taken as one, `(bytes left, aggregate rate)`, when they share one
+    /// bottleneck: the search measured the source as not additive (a second connection added
+    /// under half its promise), and at least two of its fetches are delivering, healthy and
+    /// measured. Connections behind one bottleneck divide its rate and take over a sibling's
+    /// share when it ends, so the group ends when its bytes are done at the aggregate rate,
+    /// whatever each fetch's own projection says.
+    fn shared_group(&self, src: usize) -> Option<(f64, f64)> {
+        if !self.sources[src].additivity.is_some_and(|a| a < 0.5) {
+            return None;
+        }
+        let (mut left, mut rate, mut n) = (0.0, 0.0, 0u32);
+        for s in &self.slots {
+            if s.source.0 as usize != src {
+                continue;
+            }
+            let Some(f) = &s.fetch else { continue };
+            if f.cancelled {
+                continue;
+            }
+            let r = f.detector.projection_rate();
+            if f.first_byte_at.is_none()
+                || f.detector.windows() == 0
+                || f.detector.grade() != Grade::Healthy
+                || !(r > 0.0)
+            {
+                return None;
+            }
+            left += f.left() as f64;
+            rate += r;
+            n += 1;
+        }
+        (n >= 2).then_some((left, rate))
+    }
+
     /// Projected finish time (seconds since start) of the fetch on `slot`; NaN when its rate is
-    /// unmeasured.
+    /// unmeasured. A fetch in a [shared group](Self::shared_group) finishes with its group.
     fn finish_time(&self, slot: usize, now: Duration) -> f64 {
         let s = &self.slots[slot];
         let Some(f) = &s.fetch else {
@@ -1407,6 +1441,8 @@ impl Scheduler {
                 let r = f.detector.projection_rate();
                 if left == 0.0 {
                     t
+                } else if let Some((l, r)) = self.shared_group(s.source.0 as usize) {
+                    t + l / r
                 } else if r > 0.0 && f.detector.windows() > 0 {
                     t + left / r
                 } else if f.detector.windows() == 0 {
@@ -1489,6 +1525,18 @@ impl Scheduler {
         if policy.warm_guard && !collapsing && !v_settled {
             return;
         }
+        // A victim in a shared group moves work off the group's time: the bytes it gives up
+        // shorten what all of its siblings' bottleneck has to carry.
+        let group_v = if collapsing {
+            None
+        } else {
+            self.shared_group(v_src)
+        };
+        let (left_g, r_g) = group_v.unwrap_or((left_v, r_v));
+        let in_group = |this: &Self, i: usize, src: usize| {
+            this.slots[i].source.0 as usize == src
+                && this.slots[i].fetch.as_ref().is_some_and(|f| !f.cancelled)
+        };
         let n_active = self
             .slots
             .iter()
@@ -1504,7 +1552,7 @@ impl Scheduler {
             if !(tk.rate.is_finite() && tk.rate > 0.0 && tk.delta.is_finite()) {
                 return;
             }
-            let x = equalise(left_v, r_v, tk.eta, tk.delta, tk.rate);
+            let x = equalise(left_g, r_g, tk.eta, tk.delta, tk.rate).min(left_v);
             let x = match tk.kind {
                 TakerKind::Restart => left_v,
                 _ => x,
@@ -1512,17 +1560,29 @@ impl Scheduler {
             if !(x.is_finite() && x > 0.0) {
                 return;
             }
-            let f_v_after = if matches!(tk.kind, TakerKind::Restart) || x >= left_v {
+            let f_v_after = if matches!(tk.kind, TakerKind::Restart) || x >= left_g {
                 t
-            } else if r_v > 0.0 {
-                t + (left_v - x) / r_v
+            } else if r_g > 0.0 {
+                t + (left_g - x) / r_g
             } else {
                 f64::INFINITY
             };
             let f_t_after = t + tk.eta + tk.delta + x / tk.rate;
             let mut after = f_v_after.max(f_t_after);
+            // The taker's group (a busy taker in one) ends before the taker starts the piece.
+            let group_t = match tk.kind {
+                TakerKind::Busy(b) => Some(this.slots[b].source.0 as usize)
+                    .filter(|&src| this.shared_group(src).is_some()),
+                _ => None,
+            };
             for i in 0..this.slots.len() {
                 if i == vi {
+                    continue;
+                }
+                if group_v.is_some() && in_group(this, i, v_src) {
+                    continue;
+                }
+                if group_t.is_some_and(|src| in_group(this, i, src)) {
                     continue;
                 }
                 if let TakerKind::Busy(b) = tk.kind {
@@ -1597,11 +1657,16 @@ impl Scheduler {
             if !ft.is_finite() || (policy.imminent_taker && ft - t > soon) {
                 continue;
             }
+            // A taker in a shared group starts the piece when the group ends, with the whole
+            // bottleneck to itself.
+            let r_t = self
+                .shared_group(src)
+                .map_or(f.detector.medium(), |(_, r)| r);
             let tk = Taker {
                 kind: TakerKind::Busy(i),
                 source: src,
                 eta: (ft - t).max(0.0),
-                rate: credit(self, src, f.detector.medium()),
+                rate: credit(self, src, r_t),
                 // It finishes normally, so its session is reusable for the moved piece.
                 delta: self.sources[src].delta_for(true),
             };
