@@ -1409,7 +1409,7 @@ impl Scheduler {
             if f.first_byte_at.is_none()
                 || f.detector.windows() == 0
                 || f.detector.grade() != Grade::Healthy
-                || !(r > 0.0)
+                || !gt(r, 0.0)
             {
                 return None;
             }
