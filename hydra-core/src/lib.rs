@@ -50,8 +50,11 @@
 //!
 //! - **Maximal ranges**: connections that open together split the unassigned bytes in
 //!   proportion to their expected rates (the source's prior before anything is measured); a
-//!   connection that opens alone takes the largest unassigned range whole. Assignment is
-//!   work-conserving.
+//!   connection that opens alone takes the largest unassigned range whole — or, while other
+//!   fetches are delivering, its share by rate of the unassigned bytes (the rest waits for
+//!   the faster ones, which are free soon). Assignment is work-conserving. Fetches that share
+//!   one bottleneck (the search measured their source as not additive) are projected as a
+//!   group: they end when their bytes are done at the aggregate rate.
 //! - **Repair on divergence**, not idleness, at most once per rate window: the victim is the
 //!   fetch projected to finish last; the taker is whichever of an idle slot, a busy fetch (which
 //!   takes the work when it finishes) or — for a collapsing victim whose siblings are healthy —

@@ -1163,8 +1163,23 @@ impl Scheduler {
                 continue;
             }
             let range = if single && self.sources[src].spec.caps.ranged {
-                // One slot alone takes the largest range whole (a maximal range).
-                self.unassigned.largest().expect("not empty")
+                // One slot alone takes the largest range whole (a maximal range), unless other
+                // fetches are delivering: then its share by rate of everything unassigned, so
+                // that a slow connection freed first does not take the work the fast ones will
+                // be free for soon (the rest stays unassigned for them, or for a repair).
+                let largest = self.unassigned.largest().expect("not empty");
+                let others = self.aggregate_rate();
+                let share = if w.is_finite() && w > 0.0 && others > 0.0 {
+                    ((total as f64) * w / (w + others)).ceil() as u64
+                } else {
+                    largest.len()
+                };
+                let take = share.max(min_piece);
+                if take + min_piece >= largest.len() {
+                    largest
+                } else {
+                    ByteRange::new(largest.lo, largest.lo + take)
+                }
             } else {
                 let piece_end = pieces[p].hi;
                 let want = ((total as f64) * w / wsum).ceil() as u64;

@@ -346,3 +346,25 @@ fn three_saturated_mirrors_end_within_six_percent_of_the_oracle_after_a_trial_co
     let ratio = r.end.as_secs_f64() / oracle;
     assert!(ratio < 1.06, "{ratio:.3}: {r:?}");
 }
+
+#[test]
+fn when_a_mirror_dies_its_work_is_not_left_on_the_slowest_survivor() {
+    // The peers bench's die path: three saturated mirrors of 6, 3 and 1 MB/s; the 3 MB/s one
+    // dies half way. The oracle: 24 MB at 10 MB/s (2.4 s, plus 0.08 s of start) and the
+    // other 24 MB at 7 MB/s (3.43 s).
+    let mk = |cap: f64, rtt_ms: u64| Link {
+        rtt: Duration::from_millis(rtt_ms),
+        ..link(cap, cap)
+    };
+    let links = [mk(6.0, 40), mk(3.0, 60), mk(1.0, 80)];
+    let r = run(
+        48_000_000,
+        &links,
+        per_host(4),
+        Some((1, Duration::from_millis(2_480))),
+    );
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    let oracle = 0.08 + 2.4 + 24.0 / 7.0;
+    let ratio = r.end.as_secs_f64() / oracle;
+    assert!(ratio < 1.06, "{ratio:.3}: {r:?}");
+}
