@@ -13,7 +13,7 @@
 #   hydra-1conn  `hydra get --fixed-connections 1`
 #   lib-default  hydra's SFTP scheme (library), one session, default window (adaptive 16..64)
 #   lib-w1       the same with a window of 1 read (`hydra get` has no pipeline-depth flag, so
-#                this runs schemes/sftp/tests/openssh_bench.rs, an ignored test)
+#                this runs schemes/sftp/examples/openssh_bench.rs)
 # Every output's sha256 is checked against the served file; wall time is measured around the
 # whole process (connect, authentication and, for hydra, the probe included). Outputs are
 # written under /dev/shm when it exists, so no arm pays for a disk (hydra fsyncs, sftp does
@@ -122,17 +122,12 @@ if [ "$BUILD" = 1 ]; then
 fi
 LIBBENCH=""
 if [ "$need_lib" = 1 ]; then
-  # `--no-run` builds (when needed) and names the test executable.
-  [ "$BUILD" = 1 ] && say "building the scheme's bench driver (release)"
-  LIBBENCH=$(timeout 3600 cargo test -q --release -p hydra-scheme-sftp --test openssh_bench \
-    --no-run --message-format=json 2>/dev/null | python3 -c '
-import json, sys
-for line in sys.stdin:
-    try: m = json.loads(line)
-    except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "openssh_bench":
-        print(m["executable"])')
-  [ -x "$LIBBENCH" ] || die "could not build schemes/sftp/tests/openssh_bench.rs"
+  if [ "$BUILD" = 1 ]; then
+    say "building the scheme's bench driver (release)"
+    timeout 3600 cargo build -q --release -p hydra-scheme-sftp --example openssh_bench
+  fi
+  LIBBENCH=$BIN/examples/openssh_bench
+  [ -x "$LIBBENCH" ] || die "could not build schemes/sftp/examples/openssh_bench.rs"
 fi
 for b in "$BIN/hydra" "$BIN/faultnet"; do [ -x "$b" ] || die "missing $b (build first)"; done
 
@@ -278,7 +273,7 @@ arm_cmd() { # ARM OUTFILE -> CMD (and ENVS for the library driver)
       ENVS=(HYDRA_SFTP_BENCH_URL="$URL_PROXY" HYDRA_SFTP_BENCH_OUT="$out"
             HYDRA_SFTP_BENCH_KNOWN_HOSTS="$W/known_hosts" HYDRA_SFTP_BENCH_IDENTITY="$W/id_ed25519")
       [ "$1" = lib-w1 ] && ENVS+=(HYDRA_SFTP_BENCH_WINDOW=1)
-      CMD=("$LIBBENCH" --ignored --exact one_session_whole_object --nocapture) ;;
+      CMD=("$LIBBENCH") ;;
   esac
 }
 show_cmd() {

@@ -1,20 +1,20 @@
-//! A benchmark driver, not a test: one whole-object fetch on one SFTP session with a chosen
+//! A benchmark driver: one whole-object fetch on one SFTP session with a chosen
 //! window and read size, against an external server (`bench/sftp-openssh.sh` runs it against
 //! OpenSSH's sftp-server behind faultnet, next to OpenSSH's `sftp`). The `hydra` binary has
 //! no flag for the pipeline depth, so the "one read at a time" arm runs the library here.
 //!
-//! Ignored, and a no-op without `HYDRA_SFTP_BENCH_URL`:
+//! Configured by the environment (`HYDRA_SFTP_BENCH_URL` is required):
 //!
 //! ```text
 //! HYDRA_SFTP_BENCH_URL=sftp://user@127.0.0.1:PORT/path  HYDRA_SFTP_BENCH_OUT=FILE \
 //! HYDRA_SFTP_BENCH_KNOWN_HOSTS=FILE  HYDRA_SFTP_BENCH_IDENTITY=KEY \
 //! HYDRA_SFTP_BENCH_WINDOW=1 | MIN..MAX      (outstanding reads; default 16..64)
 //! HYDRA_SFTP_BENCH_READ=LEN | FIRST..MAX    (read size in bytes; default 32768..261120)
-//! cargo test --release -p hydra-scheme-sftp --test openssh_bench -- --ignored --nocapture
+//! cargo run --release -p hydra-scheme-sftp --example openssh_bench
 //! ```
 //!
 //! Prints one line `bench: bytes=… seconds=… reads=… sessions=…` (seconds from before the
-//! probe to the end of the fetch) and fails unless the fetch completed.
+//! probe to the end of the fetch) and exits non-zero unless the fetch completed byte for byte.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,12 +39,11 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "benchmark driver for bench/sftp-openssh.sh; needs HYDRA_SFTP_BENCH_URL"]
-async fn one_session_whole_object() {
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
     let Some(url) = env("HYDRA_SFTP_BENCH_URL") else {
-        eprintln!("bench: HYDRA_SFTP_BENCH_URL not set, nothing to do");
-        return;
+        eprintln!("openssh_bench: set HYDRA_SFTP_BENCH_URL (see the file's header)");
+        std::process::exit(2);
     };
     let out = PathBuf::from(env("HYDRA_SFTP_BENCH_OUT").expect("HYDRA_SFTP_BENCH_OUT"));
     let (wmin, wmax) = pair(&env("HYDRA_SFTP_BENCH_WINDOW").unwrap_or_else(|| "16..64".into()));
