@@ -399,7 +399,14 @@ impl Engine {
                                 sink_error = Some(std::io::Error::other(err.to_string()));
                             }
                             failures[src].0 += 1;
-                            failures[src].1 = Some(err.to_string());
+                            // The source is named once, by the report that lists it; an
+                            // error about another URL (a redirect's target) keeps its own name.
+                            let why = if err.endpoint == endpoints[src].to_string() {
+                                err.kind.to_string()
+                            } else {
+                                err.to_string()
+                            };
+                            failures[src].1 = Some(why);
                             tracing::debug!(source = src, error = %err, "fetch failed");
                             if let Some(ev) = &events {
                                 let _ = ev.send(EngineEvent::FetchFailed {

@@ -215,6 +215,11 @@ async fn truncation_every_time_ends_in_a_clear_error_naming_the_source() {
         msg.contains(&o.url("/object")) && msg.contains("truncated"),
         "{msg}"
     );
+    assert_eq!(
+        msg.matches(&o.url("/object")).count(),
+        1,
+        "named once: {msg}"
+    );
     assert!(!msg.contains('\n'), "one line: {msg}");
 }
 
