@@ -220,6 +220,7 @@ pub fn serving(r: &LimitReason) -> usize {
         LimitReason::Measured { chosen, .. } => chosen,
         LimitReason::Ceiling { serving }
         | LimitReason::Diminishing { serving, .. }
+        | LimitReason::PathChanged { serving, .. }
         | LimitReason::Refused { serving }
         | LimitReason::Starved { serving } => serving,
     }

@@ -36,6 +36,17 @@ pub enum LimitReason {
         /// Aggregate goodput at `serving`, bytes per second.
         rate: f64,
     },
+    /// The aggregate rate fell by more than half while a level was tried: more connections do
+    /// not do that to a healthy path, so the path changed (a collapse) and the comparison says
+    /// nothing about connection count. The search stops at the level below.
+    PathChanged {
+        /// Connections kept.
+        serving: usize,
+        /// Aggregate goodput before the trial, bytes per second.
+        from_rate: f64,
+        /// Aggregate goodput during the trial, bytes per second.
+        rate: f64,
+    },
     /// The source was declared dead (fatal error or too many failures in a row).
     Dead {
         /// Failures counted when it was declared dead.
@@ -96,6 +107,19 @@ impl fmt::Display for LimitReason {
                     plural(serving)
                 )
             }
+            LimitReason::PathChanged {
+                serving,
+                from_rate,
+                rate,
+            } => write!(
+                f,
+                "{serving} {}: the path slowed from {:.2} to {:.2} MB/s during a trial of {}; \
+                 search stopped",
+                plural(serving),
+                from_rate / 1e6,
+                rate / 1e6,
+                serving + 1
+            ),
             LimitReason::Dead { failures } => write!(
                 f,
                 "no connections: the source is dead after {failures} {}",
@@ -170,6 +194,19 @@ mod tests {
         assert_eq!(
             r.to_string(),
             "4 connections: going from 3 added 12 % where 33 % was expected; kept, no more tried"
+        );
+    }
+
+    #[test]
+    fn a_path_that_slowed_during_a_trial_is_not_blamed_on_the_trial() {
+        let r = LimitReason::PathChanged {
+            serving: 1,
+            from_rate: 3_000_000.0,
+            rate: 150_000.0,
+        };
+        assert_eq!(
+            r.to_string(),
+            "1 connection: the path slowed from 3.00 to 0.15 MB/s during a trial of 2; search stopped"
         );
     }
 

@@ -1282,6 +1282,20 @@ impl Scheduler {
             } else {
                 0.0
             };
+            if gained < -0.5 {
+                // More connections do not halve a healthy path's goodput: the path changed.
+                // The trial says nothing about additivity; go back and stop.
+                self.sources[src].level = prev;
+                self.finish_search(
+                    src,
+                    LimitReason::PathChanged {
+                        serving: prev,
+                        from_rate: prev_rate,
+                        rate,
+                    },
+                );
+                return;
+            }
             self.sources[src].additivity = Some((gained / promised).clamp(0.0, 1.0));
             if !ge(gained, p.accept_fraction * promised) {
                 if ge(gained, p.keep_fraction * promised) {

@@ -25,6 +25,8 @@ struct Link {
     setup: Duration,
     /// Share weights of the connections in the order they open (cycled); empty = equal.
     weights: &'static [f64],
+    /// From this time on the link carries this fraction of its capacity.
+    collapse: Option<(Duration, f64)>,
 }
 
 #[derive(Debug)]
@@ -156,10 +158,14 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
             }
             // Weighted shares of the link, each capped per connection (the capped flows'
             // leftovers are not redistributed: the tests below cap only equal flows).
+            let capacity = match l.collapse {
+                Some((at, fraction)) if now >= at => l.capacity * fraction,
+                _ => l.capacity,
+            };
             let wsum: f64 = flowing.iter().map(|id| live[id].weight).sum();
             for id in flowing {
                 let f = live.get_mut(&id).expect("flowing is live");
-                let rate = l.per_conn.min(l.capacity * f.weight / wsum);
+                let rate = l.per_conn.min(capacity * f.weight / wsum);
                 if !f.started {
                     f.started = true;
                     sched.on_first_byte(id, f.session, now);
@@ -202,6 +208,7 @@ fn link(capacity_mb: f64, per_conn_mb: f64) -> Link {
         rtt: Duration::from_millis(20),
         setup: Duration::from_millis(20),
         weights: &[],
+        collapse: None,
     }
 }
 
@@ -367,4 +374,24 @@ fn when_a_mirror_dies_its_work_is_not_left_on_the_slowest_survivor() {
     let oracle = 0.08 + 2.4 + 24.0 / 7.0;
     let ratio = r.end.as_secs_f64() / oracle;
     assert!(ratio < 1.06, "{ratio:.3}: {r:?}");
+}
+
+#[test]
+fn a_path_that_collapses_during_a_trial_is_reported_as_such_not_as_the_trial_s_fault() {
+    // The trial of a 2nd connection starts at about 1.2 s; the link falls to 5 % at 1.5 s.
+    let l = Link {
+        collapse: Some((Duration::from_millis(1_500), 0.05)),
+        ..link(4.0, 4.0)
+    };
+    let r = run(12_000_000, &[l], per_host(4), None);
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    assert_eq!(r.levels[0], vec![2], "{r:?}");
+    match r.reasons[0] {
+        LimitReason::PathChanged {
+            serving: 1,
+            from_rate,
+            rate,
+        } => assert!(rate < 0.5 * from_rate, "{r:?}"),
+        other => panic!("expected a path change, got {other:?} in {r:?}"),
+    }
 }
