@@ -50,9 +50,10 @@
 //!
 //! - **Maximal ranges**: connections that open together split the unassigned bytes in
 //!   proportion to their expected rates (the source's prior before anything is measured); a
-//!   connection that opens alone takes the largest unassigned range whole — or, while other
-//!   fetches are delivering, its share by rate of the unassigned bytes (the rest waits for
-//!   the faster ones, which are free soon). Assignment is work-conserving. Fetches that share
+//!   connection that opens alone takes the largest unassigned range whole — unless, with
+//!   other fetches delivering, that would make it finish after them: then it takes what it can
+//!   do by the time they are done (at least its share by rate), and the rest waits for the
+//!   faster ones, which are free soon. Assignment is work-conserving. Fetches that share
 //!   one bottleneck (the search measured their source as not additive) are projected as a
 //!   group: they end when their bytes are done at the aggregate rate.
 //! - **Repair on divergence**, not idleness, at most once per rate window: the victim is the

@@ -1163,18 +1163,30 @@ impl Scheduler {
                 continue;
             }
             let range = if single && self.sources[src].spec.caps.ranged {
-                // One slot alone takes the largest range whole (a maximal range), unless other
-                // fetches are delivering: then its share by rate of everything unassigned, so
-                // that a slow connection freed first does not take the work the fast ones will
-                // be free for soon (the rest stays unassigned for them, or for a repair).
+                // One slot alone takes the largest range whole (a maximal range) — unless, with
+                // other fetches delivering, the whole range would make it finish after them:
+                // then it takes what it can do by the time they are done (at least its share
+                // by rate of everything unassigned), and the rest waits for the faster ones,
+                // which are free soon. A slow mirror freed first would otherwise hold a dead
+                // mirror's whole tail until a repair.
                 let largest = self.unassigned.largest().expect("not empty");
                 let others = self.aggregate_rate();
-                let share = if w.is_finite() && w > 0.0 && others > 0.0 {
-                    ((total as f64) * w / (w + others)).ceil() as u64
+                let t = now.as_secs_f64();
+                let horizon = (0..self.slots.len())
+                    .filter(|&i| self.slots[i].fetch.as_ref().is_some_and(|f| !f.cancelled))
+                    .map(|i| self.finish_time(i, now) - t)
+                    .fold(f64::NAN, f64::max);
+                let capped = w.is_finite()
+                    && w > 0.0
+                    && others > 0.0
+                    && horizon.is_finite()
+                    && gt(largest.len() as f64 / w, horizon);
+                let take = if capped {
+                    let share = (total as f64) * w / (w + others);
+                    (share.max(w * horizon).ceil() as u64).max(min_piece)
                 } else {
                     largest.len()
                 };
-                let take = share.max(min_piece);
                 if take + min_piece >= largest.len() {
                     largest
                 } else {
