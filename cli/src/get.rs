@@ -449,14 +449,7 @@ async fn probe_all(
         .zip(labels)
         .map(|(input, label)| {
             tokio::spawn(async move {
-                let probe = async {
-                    if prime {
-                        input.scheme.probe_primed(&input.endpoint).await
-                    } else {
-                        input.scheme.probe(&input.endpoint).await
-                    }
-                };
-                let r = tokio::time::timeout(timeout, probe).await;
+                let r = tokio::time::timeout(timeout, input.probe(prime)).await;
                 let result = match r {
                     Ok(Ok(p)) => Ok(p),
                     Ok(Err(e)) => Err((exit_for(&e.kind), e.to_string())),

@@ -88,6 +88,17 @@ pub struct SourceInput {
     pub scheme: Arc<dyn Scheme>,
 }
 
+impl SourceInput {
+    /// Probes the source, primed or not ([`Scheme::probe_primed`]).
+    pub async fn probe(&self, primed: bool) -> Result<Probe, SchemeError> {
+        if primed {
+            self.scheme.probe_primed(&self.endpoint).await
+        } else {
+            self.scheme.probe(&self.endpoint).await
+        }
+    }
+}
+
 impl fmt::Debug for SourceInput {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SourceInput")
@@ -265,14 +276,7 @@ impl Engine {
             .into_iter()
             .map(|input| {
                 tokio::spawn(async move {
-                    let probe = async {
-                        if prime {
-                            input.scheme.probe_primed(&input.endpoint).await
-                        } else {
-                            input.scheme.probe(&input.endpoint).await
-                        }
-                    };
-                    let r = tokio::time::timeout(timeout, probe).await;
+                    let r = tokio::time::timeout(timeout, input.probe(prime)).await;
                     let r = match r {
                         Ok(r) => r.map_err(|e| e.to_string()),
                         Err(_) => Err(format!("probe timed out after {timeout:?}")),
