@@ -2,11 +2,15 @@
 # hydra side by side with the tools users would pick instead (aria2c, axel, lftp pget,
 # rclone, curl), through faultnet links on loopback.
 #
-# For each scenario in bench/peers/*.toml: start one reference origin per mirror
-# (schemes/http/examples/serve.rs, the same object everywhere) and, for every single run, a
-# fresh `faultnet proxy --scenario` (so events replay and the link stats are that run's
-# alone); run each tool in turn, rotating the order every repetition; verify every output's
-# sha256 against a direct unshaped copy; record wall time, wire bytes (sum of bytes_down over
+# For each scenario in bench/peers/*.toml: start one reference origin per mirror, of the
+# scenario's protocol (`# bench: protocol=ftp|sftp`, default http: schemes/http/examples/
+# serve.rs, schemes/ftp/examples/serve.rs = serve-ftp, schemes/sftp/examples/serve.rs =
+# serve-sftp; one size and seed, so the same object everywhere) and, for every single run, a
+# fresh `faultnet proxy --scenario` (`--ftp` for FTP, so passive data connections cross the
+# same link; events replay and the link stats are that run's alone); run each tool that
+# speaks the protocol in turn, rotating the order every repetition (the others are skipped
+# with a note); verify every output's sha256 against a direct unshaped copy from an HTTP
+# origin of the same size and seed; record wall time, wire bytes (sum of bytes_down over
 # the links) and connections. Then peak RSS of every tool on 1 MB, 32 MB and 1 GiB unshaped
 # loopback downloads (`/usr/bin/time -v`). Ends with a markdown report (bench/peers/report.py).
 #
@@ -17,7 +21,9 @@
 # Usage: bash bench/peers.sh [--reps N] [--scenarios a,b,...] [--tools t1,t2,...]
 #                            [--out DIR] [--no-memory] [--no-build] [--no-install]
 #   --reps N        repetitions per scenario and tool (default 3)
-#   --scenarios     names of bench/peers/NAME.toml (default: all, in the order below)
+#   --scenarios     names of bench/peers/NAME.toml (default: the six HTTP ones, in the order
+#                   below; the FTP/SFTP variants are named explicitly: saturated-ftp,
+#                   headroom-ftp, saturated-sftp, headroom-sftp)
 #   --tools         subset of: hydra aria2c axel lftp rclone curl (default: all)
 #   --out DIR       keep raw results there (runs.tsv, stats, hydra summaries, report.md);
 #                   default a temporary directory, removed on exit
@@ -25,7 +31,9 @@
 #   --no-build      use the binaries already in ${CARGO_TARGET_DIR:-target}/release
 #   --no-install    do not apt-get install missing peer tools
 # Environment: HYDRA_EXTRA (words added to `hydra get`, for diagnostics, e.g.
-#   HYDRA_EXTRA='--fixed-connections 4' bash bench/peers.sh --scenarios headroom --tools hydra)
+#   HYDRA_EXTRA='--fixed-connections 4' bash bench/peers.sh --scenarios headroom --tools hydra);
+#   PEERS_PORTS=ORIGIN_BASE,PROXY_BASE (default 28400,28500: origins on ORIGIN_BASE+i, +50
+#   and +60; links on PROXY_BASE+i) for a second run on the same machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -56,7 +64,9 @@ case "$REPS" in ''|*[!0-9]*) echo "peers.sh: --reps wants a number" >&2; exit 2 
 
 if [ "$BUILD" = 1 ]; then
   cargo build -q --release -p hydra-cli -p faultnet
-  cargo build -q --release -p hydra-scheme-http --features origin --example serve
+  cargo build -q --release -p hydra-scheme-http -p hydra-scheme-ftp -p hydra-scheme-sftp \
+    --features hydra-scheme-http/origin,hydra-scheme-ftp/origin,hydra-scheme-sftp/origin \
+    --example serve --example serve-ftp --example serve-sftp
 fi
 BIN=${CARGO_TARGET_DIR:-$REPO/target}/release
 for b in "$BIN/hydra" "$BIN/faultnet" "$BIN/examples/serve"; do
@@ -116,23 +126,59 @@ done
 } > "$OUT/versions.txt" 2>&1 || true
 : > "$T/rclone.conf"
 
+# speaks TOOL PROTOCOL: whether the tool can fetch over that protocol at all.
+speaks() {
+  case "$2:$1" in
+    http:*|ftp:*) return 0 ;;
+    sftp:axel) return 1 ;;    # axel: http, https, ftp, ftps only
+    sftp:*) return 0 ;;       # aria2c and curl via libssh2, lftp via ssh, rclone's sftp backend
+  esac
+  return 1
+}
+
+# Credentials of the FTP/SFTP scenarios (set per scenario): FTP logs in as hydra/hydra (the
+# origin takes any login); SFTP as the origin's user with its password, the host key checked
+# against $T/known_hosts (written for the proxy ports) by every tool that can check it.
+FTP_USER=hydra; FTP_PASS=hydra
+SFTP_USER=""; SFTP_PASS=""; SFTP_SHA1=""; SFTP_SHA256=""
+
 # tool_cmd TOOL OUTFILE URL... -> fills the array CMD. Single-source tools get the first URL
 # (the scenarios list the fastest, healthy mirror first: their best case).
 tool_cmd() {
   local tool=$1 out=$2; shift 2
   local first=$1
-  case $tool in
-    hydra) CMD=("$BIN/hydra" get -q $HYDRA_EXTRA "$@" -o "$out" --summary-json "$out.summary.json") ;;
-    aria2c) CMD=(aria2c -q --allow-overwrite=true --auto-file-renaming=false
-                 --file-allocation=none --console-log-level=error
-                 -x 16 -s 16 -k 1M --uri-selector=adaptive
-                 -d "$(dirname "$out")" -o "$(basename "$out")" "$@") ;;
-    axel) CMD=(axel -q -n 8 -o "$out" "$@") ;;
-    lftp) CMD=(lftp -c "set xfer:clobber on; pget -n 8 '$first' -o '$out'") ;;
-    rclone) CMD=(rclone --config "$T/rclone.conf" -q copyto
-                 --http-url "${first%/*}/" ":http:${first##*/}" "$out"
-                 --multi-thread-streams 8 --multi-thread-cutoff 1M) ;;
-    curl) CMD=(curl -sSf -o "$out" "$first") ;;
+  local hostport=${first#*://}; hostport=${hostport#*@}; hostport=${hostport%%/*}
+  local host=${hostport%:*} port=${hostport##*:}
+  case $PROTOCOL:$tool in
+    *:hydra)
+      CMD=("$BIN/hydra" get -q $HYDRA_EXTRA "$@" -o "$out" --summary-json "$out.summary.json")
+      if [ "$PROTOCOL" = sftp ]; then CMD+=(--known-hosts "$T/known_hosts"); fi ;;
+    *:aria2c)
+      CMD=(aria2c -q --allow-overwrite=true --auto-file-renaming=false
+           --file-allocation=none --console-log-level=error
+           -x 16 -s 16 -k 1M --uri-selector=adaptive)
+      if [ "$PROTOCOL" = sftp ]; then CMD+=(--ssh-host-key-md="sha-1=$SFTP_SHA1"); fi
+      CMD+=(-d "$(dirname "$out")" -o "$(basename "$out")" "$@") ;;
+    *:axel) CMD=(axel -q -n 8 -o "$out" "$@") ;;
+    sftp:lftp)
+      # lftp runs `ssh` per connection; the password from the URL answers its prompt
+      CMD=(lftp -c "set sftp:connect-program 'ssh -a -x -o UserKnownHostsFile=$T/known_hosts -o StrictHostKeyChecking=yes -o PubkeyAuthentication=no'; set xfer:clobber on; pget -n 8 '$first' -o '$out'") ;;
+    *:lftp) CMD=(lftp -c "set xfer:clobber on; pget -n 8 '$first' -o '$out'") ;;
+    http:rclone)
+      CMD=(rclone --config "$T/rclone.conf" -q copyto
+           --http-url "${first%/*}/" ":http:${first##*/}" "$out"
+           --multi-thread-streams 8 --multi-thread-cutoff 1M) ;;
+    ftp:rclone)
+      CMD=(rclone --config "$T/rclone.conf" -q copyto
+           ":ftp,host=$host,port=$port,user=$FTP_USER,pass=$RCLONE_PASS:${first##*/}" "$out"
+           --multi-thread-streams 8 --multi-thread-cutoff 1M) ;;
+    sftp:rclone)
+      # shell_type=none, disable_hashcheck: the origin runs no remote commands (md5sum…)
+      CMD=(rclone --config "$T/rclone.conf" -q copyto
+           ":sftp,host=$host,port=$port,user=$SFTP_USER,pass=$RCLONE_PASS,known_hosts_file=$T/known_hosts,shell_type=none,disable_hashcheck=true:${first##*/}"
+           "$out" --multi-thread-streams 8 --multi-thread-cutoff 1M) ;;
+    sftp:curl) CMD=(curl -sSf --hostpubsha256 "$SFTP_SHA256" -o "$out" "$first") ;;
+    *:curl) CMD=(curl -sSf -o "$out" "$first") ;;
   esac
 }
 
@@ -173,7 +219,10 @@ wait_port() { # PORT: up to 10 s
   echo "peers.sh: port $1 never opened" >&2; return 1
 }
 
-OBASE=28400; PBASE=28500
+# origins on OBASE+i (+50 the reference copy, +60 the memory runs), links on PBASE+i;
+# PEERS_PORTS=OBASE,PBASE moves them (two runs on one machine must not share ports)
+IFS=, read -r OBASE PBASE <<< "${PEERS_PORTS:-28400,28500}"
+case "$OBASE$PBASE" in ''|*[!0-9]*) echo "peers.sh: PEERS_PORTS wants two numbers" >&2; exit 2 ;; esac
 
 # --- scenarios ---------------------------------------------------------------------------
 IFS=, read -r -a SCEN_LIST <<< "$SCENARIOS"
@@ -184,18 +233,59 @@ for s in "${SCEN_LIST[@]}"; do
   "$BIN/faultnet" check "$T/$s.live.toml" > /dev/null
   TO=$(python3 -c "print(int(10 * $ORACLE + 30))")
   printf '%s\t%s\t%s\t%s\t%s\n' "$s" "$SIZE" "$ORACLE" "$NLINKS" "$DESCRIPTION" >> "$OUT/scenarios.tsv"
-  echo "== $s: $DESCRIPTION (oracle ${ORACLE} s, timeout ${TO} s)" >&2
+  echo "== $s ($PROTOCOL): $DESCRIPTION (oracle ${ORACLE} s, timeout ${TO} s)" >&2
+  case $PROTOCOL in
+    ftp|sftp) [ -x "$BIN/examples/serve-$PROTOCOL" ] || {
+      echo "peers.sh: missing $BIN/examples/serve-$PROTOCOL (build first)" >&2; exit 1; } ;;
+  esac
+  SCEN_TOOLS=()
+  for t in "${ACTIVE[@]}"; do
+    if speaks "$t" "$PROTOCOL"; then SCEN_TOOLS+=("$t")
+    else note "$s: $t skipped: it does not speak $PROTOCOL"; fi
+  done
+  PROXY_EXTRA=()
+  if [ "$PROTOCOL" = ftp ]; then PROXY_EXTRA=(--ftp); fi
   ORIGINS=()
   URLS=()
+  : > "$T/known_hosts"
   for i in $(seq 0 $((NLINKS - 1))); do
-    start_bg "$T/serve$i.log" "$BIN/examples/serve" "$SIZE" 5 $((OBASE + i)) $ORIGIN_RATE
+    case $PROTOCOL in
+      http)
+        start_bg "$T/serve$i.log" "$BIN/examples/serve" "$SIZE" 5 $((OBASE + i)) $ORIGIN_RATE
+        URLS+=("http://127.0.0.1:$((PBASE + i))/object") ;;
+      ftp)
+        start_bg "$T/serve$i.log" "$BIN/examples/serve-ftp" "$SIZE" 5 $((OBASE + i))
+        URLS+=("ftp://$FTP_USER:$FTP_PASS@127.0.0.1:$((PBASE + i))/object.bin") ;;
+      sftp)
+        start_bg "$T/serve$i.log" "$BIN/examples/serve-sftp" "$SIZE" 5 $((OBASE + i)) ;;
+    esac
     ORIGINS+=("$LASTPID")
-    URLS+=("http://127.0.0.1:$((PBASE + i))/object")
   done
   for i in $(seq 0 $((NLINKS - 1))); do wait_port $((OBASE + i)); done
+  case $PROTOCOL in
+    ftp) RCLONE_PASS=$(rclone obscure "$FTP_PASS" 2>/dev/null || true) ;;
+    sftp)
+      for i in $(seq 0 $((NLINKS - 1))); do
+        wait_lines "$T/serve$i.log" "^known_hosts " 1
+        SFTP_USER=$(sed -n 's/^user //p' "$T/serve$i.log")
+        SFTP_PASS=$(sed -n 's/^password //p' "$T/serve$i.log")
+        hk=$(sed -n 's/^host_key //p' "$T/serve$i.log")
+        # the clients reach the origin at the proxy's port: that is the port the key is for
+        echo "[127.0.0.1]:$((PBASE + i)) $hk" >> "$T/known_hosts"
+        URLS+=("sftp://$SFTP_USER:$SFTP_PASS@127.0.0.1:$((PBASE + i))/object.bin")
+      done
+      # aria2c checks a SHA-1 of the first host key, curl a base64 SHA-256 (every origin has
+      # the same key: host-key seed 1)
+      SFTP_SHA1=$(python3 -c 'import base64, hashlib, sys
+print(hashlib.sha1(base64.b64decode(sys.argv[1].split()[1])).hexdigest())' "$hk")
+      SFTP_SHA256=$(sed -n 's/^fingerprint SHA256://p' "$T/serve0.log")
+      RCLONE_PASS=$(rclone obscure "$SFTP_PASS" 2>/dev/null || true) ;;
+  esac
   # the reference copy: unshaped, straight from the first origin (no rate limit on it would be
-  # nicer, but a 1 MB/s origin still gives the right bytes)
-  if [ -z "$ORIGIN_RATE" ]; then
+  # nicer, but a 1 MB/s origin still gives the right bytes); for FTP and SFTP, from an HTTP
+  # origin of the same size and seed (the origins share one content generator, so this also
+  # checks that the protocols serve the same bytes)
+  if [ -z "$ORIGIN_RATE" ] && [ "$PROTOCOL" = http ]; then
     curl -sSf -o "$T/ref.bin" "http://127.0.0.1:$OBASE/object"
     REF=$(sha256sum "$T/ref.bin" | cut -d' ' -f1)
   else
@@ -210,9 +300,9 @@ for s in "${SCEN_LIST[@]}"; do
   rm -f "$T/ref.bin"
   declare -A DNF=()
   for rep in $(seq 1 "$REPS"); do
-    n=${#ACTIVE[@]}
+    n=${#SCEN_TOOLS[@]}
     for k in $(seq 0 $((n - 1))); do
-      tool=${ACTIVE[$(((k + rep - 1) % n))]}
+      tool=${SCEN_TOOLS[$(((k + rep - 1) % n))]}
       if [ -n "${DNF[$tool]:-}" ]; then
         note "$s: $tool repetition $rep skipped (did not finish in repetition ${DNF[$tool]})"
         continue
@@ -222,7 +312,7 @@ for s in "${SCEN_LIST[@]}"; do
       tool_cmd "$tool" "$out" "${URLS[@]}"
       printf '%s\t%s\t%s\n' "$s" "$tool" "$(show_cmd)" >> "$OUT/commands.tsv"
       start_bg "$d/proxy.log" "$BIN/faultnet" proxy --scenario "$T/$s.live.toml" --seed 1 \
-        --stats "$d/stats.json"
+        --stats "$d/stats.json" "${PROXY_EXTRA[@]}"
       proxy=$LASTPID
       wait_lines "$d/proxy.log" "listening on" "$NLINKS"
       t0=$EPOCHREALTIME
@@ -255,6 +345,7 @@ done
 
 # --- memory --------------------------------------------------------------------------------
 if [ "$MEMORY" = 1 ]; then
+  PROTOCOL=http
   printf '# size\ttool\tstatus\tmaxrss_kb\twall_s\n' >> "$OUT/memory.tsv"
   for sz in 1M 32M 1Gi; do
     port=$((OBASE + 60))

@@ -4,7 +4,7 @@
   report.py prepare SCENARIO.toml LIVE.toml ORIGIN_BASE_PORT PROXY_BASE_PORT
       writes LIVE.toml (the scenario with listen/upstream per link) and prints shell
       assignments: SIZE (bytes), NLINKS, ORIGIN_RATE (serve's RATE arg or empty), ORACLE (s),
-      DESCRIPTION.
+      DESCRIPTION, PROTOCOL (http, ftp or sftp: `# bench: protocol=ftp`; default http).
   report.py wire STATS.json
       prints "WIRE CONNS" (sum over links of bytes_down and connections_opened) then one
       "link name bytes_down connections_opened" per link.
@@ -131,6 +131,12 @@ def prepare(scen, live, obase, pbase):
     print(f"ORIGIN_RATE={shlex.quote(meta.get('origin_rate', ''))}")
     print(f"ORACLE={oracle(sc):.4f}")
     print(f"DESCRIPTION={shlex.quote(sc.get('description', ''))}")
+    proto = meta.get("protocol", "http")
+    if proto not in ("http", "ftp", "sftp"):
+        raise SystemExit(f"{scen}: protocol {proto!r} is not http, ftp or sftp")
+    if proto != "http" and meta.get("origin_rate"):
+        raise SystemExit(f"{scen}: origin_rate is HTTP only (use a bandwidth toxic)")
+    print(f"PROTOCOL={proto}")
 
 
 def wire(stats):
