@@ -3,7 +3,7 @@
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use hydra_core::Capabilities;
@@ -131,25 +131,51 @@ impl FtpScheme {
         session::open(ep, key, permit, &self.options, &self.dialer, &self.tls).await
     }
 
+    /// Probes on an idle pooled session when there is one (the engine's closing revalidation
+    /// then costs two commands, not a login), else on a new one; a pooled session that fails
+    /// at the socket is replaced by a new one, once.
     async fn probe_inner(&self, ep: &Endpoint) -> Result<Probe, ErrorKind> {
         let key = self.key(ep)?;
         let path = ftp_path(ep)?;
+        if let Some(mut s) = self.pool.take(&key, None) {
+            match self.probe_on(&mut s, &path, Duration::ZERO).await {
+                Ok(p) => {
+                    self.pool.put(s, None);
+                    return Ok(p);
+                }
+                Err(ErrorKind::Io(_) | ErrorKind::Timeout { .. }) => {
+                    tracing::debug!("pooled FTP session was stale; dialling for the probe");
+                }
+                Err(e) => return Err(e),
+            }
+        }
         let t0 = Instant::now();
         let mut s = self.dial(ep, key).await?;
         let connect = t0.elapsed();
+        let p = self.probe_on(&mut s, &path, connect).await?;
+        self.pool.put(s, None);
+        Ok(p)
+    }
+
+    /// `FEAT`/`REST 0`, `SIZE` and `MDTM` on session `s`; `connect` is what getting it cost.
+    async fn probe_on(
+        &self,
+        s: &mut Session,
+        path: &str,
+        connect: Duration,
+    ) -> Result<Probe, ErrorKind> {
         let rt = self.options.reply_timeout;
         let ranged = s.supports_rest(rt).await?;
         let t1 = Instant::now();
-        let size = timed(rt, async { s.ftp.size(&path).await.map_err(map_ftp) }).await?;
+        let size = timed(rt, async { s.ftp.size(path).await.map_err(map_ftp) }).await?;
         let first_byte = t1.elapsed();
-        let facts = s.facts(&path, rt).await?;
+        let facts = s.facts(path, rt).await?;
         if facts.size != size as u64 {
             return Err(ErrorKind::ObjectChanged {
                 detail: format!("SIZE said {size} then {}", facts.size),
             });
         }
         s.validated = Some(Instant::now());
-        self.pool.put(s, None);
         Ok(Probe {
             size: facts.size,
             ranged,

@@ -488,3 +488,28 @@ async fn the_per_host_ceiling_is_declared_and_one_session_serves_the_host() {
     assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
     assert_eq!(s.sessions_dialled(), 1);
 }
+
+#[tokio::test]
+async fn a_revalidating_probe_reuses_an_idle_session_instead_of_logging_in_again() {
+    let size = 100_000;
+    let o = origin(size, 3).await;
+    let s = scheme(options());
+    let first = probe(&s, &o.url()).await;
+    let sink = Arc::new(MemorySink::new(size as usize));
+    let out = fetch(
+        &s,
+        &o.url(),
+        &first,
+        ByteRange::new(0, size),
+        0,
+        &sink,
+        None,
+    )
+    .await;
+    assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
+    // The engine's closing revalidation: same answers, on the session the fetch returned.
+    let again = probe(&s, &o.url()).await;
+    assert_eq!(again.size, first.size);
+    assert_eq!(again.validator, first.validator);
+    assert_eq!(s.sessions_dialled(), 1);
+}
