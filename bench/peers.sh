@@ -205,7 +205,7 @@ stop_pid() { # PID: SIGINT, wait up to 5 s, then SIGKILL
 wait_lines() { # FILE PATTERN COUNT: up to 10 s
   local i
   for i in $(seq 1 200); do
-    [ "$(grep -c "$2" "$1" 2>/dev/null || true)" -ge "$3" ] && return 0
+    [ "$(grep -c "$2" "$1" 2>/dev/null || true)" -ge "$3" ] 2>/dev/null && return 0
     sleep 0.05
   done
   echo "peers.sh: timed out waiting for $2 in $1" >&2; cat "$1" >&2; return 1
