@@ -15,7 +15,7 @@ use hydra_scheme::{Credentials, Target};
 /// | `request_timeout` | 20 s (one SFTP request → its reply; also the idle-read deadline) |
 /// | `auth` | identity files none, no passphrase, agent off; the URL's password if any |
 /// | `host_keys` | `~/.ssh/known_hosts`, unknown keys refused |
-/// | `read_size` | 32 KiB (first reads; grows to `max_read_size`) |
+/// | `read_size` | 32 KiB (first reads; grows toward `max_read_size` while 16 reads hold under twice the bandwidth-delay product, and never below this) |
 /// | `max_read_size` | 255 KiB (capped by the server's `limits@openssh.com` and the client packet limit) |
 /// | `window_initial` / `window_min` / `window_max` | 16 / 16 / 64 outstanding reads |
 /// | `sessions` | [`SessionMode::Dedicated`] (one SSH connection per SFTP session) |

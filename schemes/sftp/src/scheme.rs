@@ -183,6 +183,39 @@ impl Window {
     }
 }
 
+impl Window {
+    /// The bandwidth-delay product measured so far, bytes (`None` until a rate and a round
+    /// trip are known). The round trip is the fastest reply seen, which includes the read's
+    /// own transfer time: an over- rather than an underestimate.
+    fn bdp(&self) -> Option<f64> {
+        let since = self.since?;
+        let rtt = self.min_rtt?;
+        let elapsed = since.elapsed().as_secs_f64();
+        (elapsed > 0.0 && self.delivered > 0)
+            .then(|| self.delivered as f64 / elapsed * rtt.as_secs_f64())
+    }
+
+    /// The next read length after a full reply of `len` bytes. Reads double while the
+    /// minimum window of them holds less than twice the bandwidth-delay product, and halve
+    /// (not below `floor`) once it holds more than four times it: every byte in flight past
+    /// a lowered bound is waste, and on a slow connection sixteen reads of 255 KiB are
+    /// seconds of data that a shrink or a collapse would have to drain.
+    fn next_read_len(&self, len: u32, floor: u32, max: u32) -> u32 {
+        let grow = len.saturating_mul(2).min(max);
+        let Some(bdp) = self.bdp() else {
+            return grow;
+        };
+        let want = 2.0 * bdp / self.min as f64;
+        if f64::from(len) < want {
+            grow
+        } else if f64::from(len) > 2.0 * want && len / 2 >= floor {
+            len / 2
+        } else {
+            len
+        }
+    }
+}
+
 impl SftpScheme {
     /// Over TCP, or through `options.socks5` when set.
     pub fn new(options: SftpOptions) -> Self {
@@ -405,6 +438,7 @@ impl SftpScheme {
         let mut next = writer.offset();
         let max_read = s.max_read.max(1);
         let mut read_len = self.options.read_size.clamp(1, max_read);
+        let floor_read = read_len;
         let mut window = Window::new(&self.options);
         let mut empty_replies = 0u32;
         let issue = |inflight: &mut FuturesUnordered<ReadFut>, off: u64, len: u32| {
@@ -497,8 +531,8 @@ impl SftpScheme {
                     }
                 } else {
                     empty_replies = 0;
-                    if len == read_len && read_len < max_read {
-                        read_len = read_len.saturating_mul(2).min(max_read);
+                    if len == read_len {
+                        read_len = window.next_read_len(read_len, floor_read, max_read);
                     }
                 }
                 window.on_reply(n, sent.elapsed(), read_len);
