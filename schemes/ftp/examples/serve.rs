@@ -21,17 +21,9 @@ use std::net::Ipv4Addr;
 use hydra_scheme_ftp::origin::{Origin, OriginConfig, OBJECT};
 use tokio::net::{TcpListener, TcpStream};
 
+/// A byte count as faultnet's scenario files write one (`24MB`, `64MiB`, `1300k`).
 fn size(s: &str) -> Option<u64> {
-    let (num, mult) = match s.trim_end_matches('B') {
-        x if x.ends_with("Gi") => (&x[..x.len() - 2], 1u64 << 30),
-        x if x.ends_with("Mi") => (&x[..x.len() - 2], 1 << 20),
-        x if x.ends_with("Ki") => (&x[..x.len() - 2], 1 << 10),
-        x if x.ends_with('G') => (&x[..x.len() - 1], 1_000_000_000),
-        x if x.ends_with('M') => (&x[..x.len() - 1], 1_000_000),
-        x if x.ends_with('k') => (&x[..x.len() - 1], 1000),
-        x => (x, 1),
-    };
-    num.parse::<u64>().ok().map(|n| n * mult)
+    s.parse::<faultnet::units::ByteSize>().ok().map(|b| b.0)
 }
 
 /// Accepts on `listener` and relays every connection to `upstream` until the process ends.
