@@ -33,6 +33,8 @@ pub mod probe;
 pub mod registry;
 pub mod scheme;
 pub mod sink;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod writer;
 
 pub use bound::RangeBound;

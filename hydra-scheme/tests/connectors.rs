@@ -1,7 +1,8 @@
 //! Connectors against in-process servers: a rustls server with an rcgen certificate, and a
 //! minimal SOCKS5 server written here. Only 127.0.0.1, port 0; every wait is bounded.
 
-use std::sync::{Arc, Mutex};
+use hydra_scheme::testing::{Route, Socks5Config, Socks5Server};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hydra_scheme::{
@@ -9,7 +10,7 @@ use hydra_scheme::{
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 const LIMIT: Duration = Duration::from_secs(10);
 
@@ -96,84 +97,15 @@ async fn insecure_tls_accepts_any_certificate() {
     assert_eq!(&got.unwrap(), b"ping");
 }
 
-/// What the test SOCKS5 server saw.
-#[derive(Debug, Default, Clone)]
-struct SocksLog {
-    user: String,
-    host: String,
-    port: u16,
-}
-
-/// A minimal SOCKS5 server requiring user/password `user`/`pass`; every CONNECT goes to
+/// The test SOCKS5 server requiring user/password `user`/`pass`; every CONNECT goes to
 /// `127.0.0.1:upstream` whatever name it asks for (so an unresolvable name proves remote DNS).
-async fn socks5_server(upstream: u16) -> (u16, Arc<Mutex<Vec<SocksLog>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let log2 = log.clone();
-    tokio::spawn(async move {
-        while let Ok((mut c, _)) = listener.accept().await {
-            let log = log2.clone();
-            tokio::spawn(async move {
-                let _ = serve_socks(&mut c, upstream, log).await;
-            });
-        }
-    });
-    (port, log)
-}
-
-async fn serve_socks(
-    c: &mut TcpStream,
-    upstream: u16,
-    log: Arc<Mutex<Vec<SocksLog>>>,
-) -> std::io::Result<()> {
-    let mut hdr = [0u8; 2];
-    c.read_exact(&mut hdr).await?;
-    let mut methods = vec![0u8; hdr[1] as usize];
-    c.read_exact(&mut methods).await?;
-    if hdr[0] != 5 || !methods.contains(&2) {
-        c.write_all(&[5, 0xff]).await?;
-        return Ok(());
-    }
-    c.write_all(&[5, 2]).await?;
-    let mut v = [0u8; 2];
-    c.read_exact(&mut v).await?;
-    let mut user = vec![0u8; v[1] as usize];
-    c.read_exact(&mut user).await?;
-    let plen = c.read_u8().await?;
-    let mut pass = vec![0u8; plen as usize];
-    c.read_exact(&mut pass).await?;
-    if user != b"user" || pass != b"pass" {
-        c.write_all(&[1, 1]).await?;
-        return Ok(());
-    }
-    c.write_all(&[1, 0]).await?;
-    let mut req = [0u8; 4];
-    c.read_exact(&mut req).await?;
-    let host = match req[3] {
-        3 => {
-            let n = c.read_u8().await?;
-            let mut name = vec![0u8; n as usize];
-            c.read_exact(&mut name).await?;
-            String::from_utf8_lossy(&name).into_owned()
-        }
-        1 => {
-            let mut a = [0u8; 4];
-            c.read_exact(&mut a).await?;
-            std::net::Ipv4Addr::from(a).to_string()
-        }
-        _ => return Ok(()),
-    };
-    let port = c.read_u16().await?;
-    log.lock().unwrap().push(SocksLog {
-        user: String::from_utf8_lossy(&user).into_owned(),
-        host,
-        port,
-    });
-    let mut up = TcpStream::connect(("127.0.0.1", upstream)).await?;
-    c.write_all(&[5, 0, 0, 1, 127, 0, 0, 1, 0, 0]).await?;
-    tokio::io::copy_bidirectional(c, &mut up).await?;
-    Ok(())
+async fn socks5_server(upstream: u16) -> Socks5Server {
+    Socks5Server::start(Socks5Config {
+        credentials: Some(("user".into(), "pass".into())),
+        route: Route::To(([127, 0, 0, 1], upstream).into()),
+    })
+    .await
+    .unwrap()
 }
 
 fn socks(port: u16, user: &str, pass: &str) -> Socks5Connector {
@@ -201,13 +133,13 @@ async fn socks5_authenticates_and_passes_the_host_name_to_the_proxy() {
             });
         }
     });
-    let (proxy, log) = socks5_server(echo_port).await;
-    let c = socks(proxy, "user", "pass");
+    let proxy = socks5_server(echo_port).await;
+    let c = socks(proxy.addr().port(), "user", "pass");
     let got = bounded(ping(&c, &Target::new("origin.invalid", 8080))).await;
     assert_eq!(&got.unwrap(), b"ping");
-    let log = log.lock().unwrap().clone();
+    let log = proxy.connects();
     assert_eq!(log.len(), 1);
-    assert_eq!(log[0].user, "user");
+    assert_eq!(log[0].user.as_deref(), Some("user"));
     assert_eq!(
         log[0].host, "origin.invalid",
         "the name is resolved by the proxy"
@@ -217,21 +149,21 @@ async fn socks5_authenticates_and_passes_the_host_name_to_the_proxy() {
 
 #[tokio::test]
 async fn socks5_with_a_wrong_password_fails_without_showing_it() {
-    let (proxy, log) = socks5_server(1).await;
-    let c = socks(proxy, "user", "wrong-secret");
+    let proxy = socks5_server(1).await;
+    let c = socks(proxy.addr().port(), "user", "wrong-secret");
     assert!(!format!("{c:?}").contains("wrong-secret"));
     let got = bounded(ping(&c, &Target::new("origin.invalid", 80))).await;
     let err = got.unwrap_err();
     assert!(!err.to_string().contains("wrong-secret"), "{err}");
-    assert!(log.lock().unwrap().is_empty());
+    assert!(proxy.connects().is_empty());
 }
 
 #[tokio::test]
 async fn tls_composes_over_socks5() {
     let (tls_port, cert) = tls_echo_server().await;
-    let (proxy, log) = socks5_server(tls_port).await;
+    let proxy = socks5_server(tls_port).await;
     let tls = TlsConnector::new(
-        Arc::new(socks(proxy, "user", "pass")),
+        Arc::new(socks(proxy.addr().port(), "user", "pass")),
         &TlsOptions {
             extra_roots: vec![cert],
             ..TlsOptions::default()
@@ -240,5 +172,5 @@ async fn tls_composes_over_socks5() {
     .unwrap();
     let got = bounded(ping(&tls, &Target::new("127.0.0.1", 443))).await;
     assert_eq!(&got.unwrap(), b"ping");
-    assert_eq!(log.lock().unwrap().len(), 1);
+    assert_eq!(proxy.connects().len(), 1);
 }

@@ -1,15 +1,14 @@
 //! Shared by the CLI tests: run the built `hydra`, start in-process origins, a SOCKS5 server.
 #![allow(dead_code)]
 
+use hydra_scheme::testing::{Route, Socks5Config, Socks5Server};
 use hydra_scheme::ByteRange;
 use serde_json::Value;
-use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Output, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
 
 /// Upper bound on any one hydra run (a hang fails the test instead of blocking CI).
@@ -159,50 +158,13 @@ pub async fn closed_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
-/// A no-auth SOCKS5 server. CONNECTs to a domain name are resolved here: `origin.test` (and
-/// any other name) goes to 127.0.0.1 at the asked port; IPv4 addresses are honoured. Logs
-/// `name:port` of every CONNECT.
-pub async fn socks5() -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let names = Arc::new(Mutex::new(Vec::new()));
-    let log = names.clone();
-    tokio::spawn(async move {
-        while let Ok((mut c, _)) = listener.accept().await {
-            let log = log.clone();
-            tokio::spawn(async move {
-                let run = async {
-                    let mut hdr = [0u8; 2];
-                    c.read_exact(&mut hdr).await?;
-                    let mut m = vec![0u8; hdr[1] as usize];
-                    c.read_exact(&mut m).await?;
-                    c.write_all(&[5, 0]).await?;
-                    let mut req = [0u8; 4];
-                    c.read_exact(&mut req).await?;
-                    let name = match req[3] {
-                        3 => {
-                            let n = c.read_u8().await?;
-                            let mut name = vec![0u8; n as usize];
-                            c.read_exact(&mut name).await?;
-                            String::from_utf8_lossy(&name).into_owned()
-                        }
-                        1 => {
-                            let mut ip = [0u8; 4];
-                            c.read_exact(&mut ip).await?;
-                            std::net::Ipv4Addr::from(ip).to_string()
-                        }
-                        _ => return Ok::<_, std::io::Error>(()),
-                    };
-                    let port = c.read_u16().await?;
-                    log.lock().unwrap().push(format!("{name}:{port}"));
-                    let mut up = TcpStream::connect(("127.0.0.1", port)).await?;
-                    c.write_all(&[5, 0, 0, 1, 127, 0, 0, 1, 0, 0]).await?;
-                    tokio::io::copy_bidirectional(&mut c, &mut up).await?;
-                    Ok(())
-                };
-                let _ = run.await;
-            });
-        }
-    });
-    (addr, names)
+/// A no-auth SOCKS5 server. Every CONNECT, to a name (`origin.test`) or an IPv4 address, goes
+/// to 127.0.0.1 at the asked port (FTP's passive data ports included).
+pub async fn socks5() -> Socks5Server {
+    Socks5Server::start(Socks5Config {
+        credentials: None,
+        route: Route::AskedPortOnLoopback,
+    })
+    .await
+    .unwrap()
 }

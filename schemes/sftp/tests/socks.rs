@@ -1,7 +1,8 @@
 //! SFTP through a SOCKS5 proxy: the SSH session runs over the shared connector stack, and the
 //! host name reaches the proxy unresolved (remote DNS); the host key is checked for that name.
 
-use std::sync::{Arc, Mutex};
+use hydra_scheme::testing::{Route, Socks5Config, Socks5Server};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hydra_core::{ByteRange, ConnId, FetchId};
@@ -10,49 +11,6 @@ use hydra_scheme::{
 };
 use hydra_scheme_sftp::origin::{Origin, OriginConfig};
 use hydra_scheme_sftp::{HostKeyPolicy, SftpOptions, SftpScheme, Socks5Proxy};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
-/// A no-auth SOCKS5 server that connects every CONNECT (by name) to `upstream` and logs the
-/// name and port asked for.
-async fn socks5(upstream: std::net::SocketAddr) -> (u16, Arc<Mutex<Vec<(String, u16)>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let asked = Arc::new(Mutex::new(Vec::new()));
-    let log = asked.clone();
-    tokio::spawn(async move {
-        while let Ok((mut c, _)) = listener.accept().await {
-            let log = log.clone();
-            tokio::spawn(async move {
-                let run = async {
-                    let mut greeting = [0u8; 2];
-                    c.read_exact(&mut greeting).await?;
-                    let mut methods = vec![0u8; greeting[1] as usize];
-                    c.read_exact(&mut methods).await?;
-                    c.write_all(&[5, 0]).await?;
-                    let mut req = [0u8; 4];
-                    c.read_exact(&mut req).await?;
-                    if req[3] != 3 {
-                        return Ok::<_, std::io::Error>(());
-                    }
-                    let n = c.read_u8().await?;
-                    let mut name = vec![0u8; n as usize];
-                    c.read_exact(&mut name).await?;
-                    let port = c.read_u16().await?;
-                    log.lock()
-                        .unwrap()
-                        .push((String::from_utf8_lossy(&name).into_owned(), port));
-                    let mut up = TcpStream::connect(upstream).await?;
-                    c.write_all(&[5, 0, 0, 1, 127, 0, 0, 1, 0, 0]).await?;
-                    tokio::io::copy_bidirectional(&mut c, &mut up).await?;
-                    Ok(())
-                };
-                let _ = run.await;
-            });
-        }
-    });
-    (port, asked)
-}
 
 #[tokio::test]
 async fn a_range_through_socks5_is_fetched_byte_exact_with_remote_dns() {
@@ -62,7 +20,12 @@ async fn a_range_through_socks5_is_fetched_byte_exact_with_remote_dns() {
     })
     .await
     .unwrap();
-    let (proxy, asked) = socks5(origin.addr()).await;
+    let proxy = Socks5Server::start(Socks5Config {
+        credentials: None,
+        route: Route::To(origin.addr()),
+    })
+    .await
+    .unwrap();
     let dir = tempfile::Builder::new()
         .prefix("hydra-sftp-socks-")
         .tempdir()
@@ -72,7 +35,7 @@ async fn a_range_through_socks5_is_fetched_byte_exact_with_remote_dns() {
     std::fs::write(&kh, format!("[origin.invalid]:2222 {key}\n")).unwrap();
     let scheme = SftpScheme::new(SftpOptions {
         socks5: Some(Socks5Proxy {
-            proxy: Target::new("127.0.0.1", proxy),
+            proxy: Target::new("127.0.0.1", proxy.addr().port()),
             credentials: None,
         }),
         host_keys: HostKeyPolicy {
@@ -111,8 +74,10 @@ async fn a_range_through_socks5_is_fetched_byte_exact_with_remote_dns() {
         &sink.contents()[100..150_000],
         &origin.content(100, 150_000)[..]
     );
-    assert_eq!(
-        *asked.lock().unwrap(),
-        vec![("origin.invalid".to_string(), 2222)]
-    );
+    let asked: Vec<(String, u16)> = proxy
+        .connects()
+        .into_iter()
+        .map(|c| (c.host, c.port))
+        .collect();
+    assert_eq!(asked, vec![("origin.invalid".to_string(), 2222)]);
 }
