@@ -78,12 +78,18 @@ pub struct SearchPolicy {
     /// connections (capped by the ceilings) rather than one more, as TCP's slow start grows its
     /// window while every round trip pays in full.
     pub double_fraction: f64,
-    /// Shortest measurement window for one level.
+    /// Shortest measurement window for one level. It opens once every connection of the
+    /// level has closed one rate window; a level whose connections have not all settled when
+    /// it ends is measured again.
     pub min_measure: Duration,
-    /// Longest measurement window for one level.
+    /// Longest time a level is measured (again) before it is judged as it stands.
     pub max_measure: Duration,
     /// The measurement window is this many setup costs long, within the bounds above.
     pub measure_setups: f64,
+    /// A level whose aggregate in the second half of its window exceeds the first half's by
+    /// more than this fraction is still ramping: it is measured again rather than judged (a
+    /// ramp measured as a level makes it look slow, and the next level look like a gain).
+    pub ramp_tolerance: f64,
 }
 
 impl Default for SearchPolicy {
@@ -92,9 +98,10 @@ impl Default for SearchPolicy {
             accept_fraction: 0.5,
             keep_fraction: 0.25,
             double_fraction: 0.8,
-            min_measure: Duration::from_millis(500),
+            min_measure: Duration::from_millis(200),
             max_measure: Duration::from_millis(3000),
             measure_setups: 4.0,
+            ramp_tolerance: 0.15,
         }
     }
 }
@@ -108,7 +115,9 @@ pub struct Config {
     pub total: usize,
     /// How the connection count is chosen. Default: search from 1.
     pub concurrency: Concurrency,
-    /// Length of a rate window. Default 200 ms.
+    /// Length of a rate window. Default 100 ms: several round trips on the paths a
+    /// downloader meets, and short enough that the search's three-window warm-up and its
+    /// 200 ms measurement cost a level about 0.35 s (200 ms windows cost 1.1 s a level).
     pub window: Duration,
     /// A fetch with no byte for this long is reclaimed and its source charged a failure.
     /// Default 10 s.
@@ -135,7 +144,7 @@ impl Default for Config {
             per_host: 4,
             total: 16,
             concurrency: Concurrency::Search { start: 1 },
-            window: Duration::from_millis(200),
+            window: Duration::from_millis(100),
             stall_timeout: Duration::from_secs(10),
             backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(8),

@@ -1,6 +1,6 @@
 //! Grading a connection's health from fixed wall-clock rate windows.
 //!
-//! A rate is sampled once per window (200 ms by default) as bytes delivered in that window
+//! A rate is sampled once per window (100 ms by default) as bytes delivered in that window
 //! divided by its length, never per read: a read served from buffered socket data completes
 //! in microseconds and would imply an absurd rate. A window in which nothing arrived is a
 //! sample of zero, so silence is evidence too.

@@ -68,12 +68,13 @@
 //!   victim's own source is credited only with the share of its rate the concurrency search
 //!   measured as additive (none when unmeasured), unless the victim is collapsing: siblings
 //!   behind one bottleneck re-label bytes rather than add capacity.
-//! - **Grading** ([`CollapseDetector`]): 200 ms wall-clock windows, a dual-window ratio and a
+//! - **Grading** ([`CollapseDetector`]): 100 ms wall-clock windows, a dual-window ratio and a
 //!   two-sided CUSUM (k = 0.25, h = 2.0) against a reference frozen while evidence accumulates;
 //!   silence is fed from the clock.
 //! - **Concurrency search in-band** ([`Concurrency::Search`]): each source starts low; the next
-//!   level is admitted when the current one is delivering and settled and its measured
-//!   aggregate rose by at least half of what the connection-count ratio promised over the
+//!   level is admitted when the current one, measured from its first full rate window and
+//!   judged only once every connection has settled, shows an
+//!   aggregate that rose by at least half of what the connection-count ratio promised over the
 //!   previous level — double the connections when it rose by 80 % of the promise, one more
 //!   otherwise. A level that rose by less than half is kept when it still rose by a quarter,
 //!   and abandoned for the level below when not. The [`LimitReason`] records why the search

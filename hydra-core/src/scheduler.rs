@@ -141,7 +141,14 @@ struct Slot {
 enum SearchState {
     Off,
     Settling,
-    Measuring { since: Duration, bytes0: u64 },
+    /// Counting the source's bytes since `since` (from `bytes0`), with the count at the
+    /// window's middle once reached; the level has been on the wire since `opened`.
+    Measuring {
+        since: Duration,
+        bytes0: u64,
+        half: Option<(Duration, u64)>,
+        opened: Duration,
+    },
     Done,
 }
 
@@ -1228,17 +1235,22 @@ impl Scheduler {
             match self.sources[src].search {
                 SearchState::Off | SearchState::Done => {}
                 SearchState::Settling => {
+                    // The window opens once every connection of the level is on the wire
+                    // and has closed one full rate window (the first one holds the
+                    // handshake's gap). Whether the ramp is over is judged at its end.
                     let level = self.sources[src].level;
                     let delivering = self
-                        .slots
-                        .iter()
-                        .filter(|s| s.source.0 as usize == src)
-                        .filter_map(|s| s.fetch.as_ref())
-                        .filter(|f| !f.cancelled && f.detector.is_settled())
+                        .level_fetches(src)
+                        .filter(|f| f.detector.windows() >= 1)
                         .count();
                     if delivering >= level {
                         let bytes0 = self.sources[src].bytes;
-                        self.sources[src].search = SearchState::Measuring { since: now, bytes0 };
+                        self.sources[src].search = SearchState::Measuring {
+                            since: now,
+                            bytes0,
+                            half: None,
+                            opened: now,
+                        };
                     } else if self.unassigned.is_empty() && self.busy(src) < level {
                         // The admitted slot found no work: nothing left worth splitting.
                         self.finish_search(
@@ -1249,7 +1261,12 @@ impl Scheduler {
                         );
                     }
                 }
-                SearchState::Measuring { since, bytes0 } => {
+                SearchState::Measuring {
+                    since,
+                    bytes0,
+                    half,
+                    opened,
+                } => {
                     let level = self.sources[src].level;
                     if self.busy(src) < level {
                         // A connection ended mid-measurement: the sample is void.
@@ -1263,14 +1280,49 @@ impl Scheduler {
                     }
                     let span = self.measure_span(src);
                     let elapsed = now.saturating_sub(since);
+                    let bytes = self.sources[src].bytes;
                     if elapsed < span {
+                        if half.is_none() && elapsed >= span / 2 {
+                            self.sources[src].search = SearchState::Measuring {
+                                since,
+                                bytes0,
+                                half: Some((now, bytes)),
+                                opened,
+                            };
+                        }
                         continue;
                     }
-                    let rate = (self.sources[src].bytes - bytes0) as f64 / elapsed.as_secs_f64();
+                    // A level still climbing looks worse than it is, and the next level
+                    // better: measure again from now, up to the longest window, after which
+                    // the level is judged as it stands.
+                    let climbing = half.is_some_and(|(t_h, b_h)| {
+                        let first = rate_between(bytes0, b_h, t_h.saturating_sub(since));
+                        let second = rate_between(b_h, bytes, now.saturating_sub(t_h));
+                        gt(second, first * (1.0 + self.cfg.search.ramp_tolerance))
+                    }) || !self.level_fetches(src).all(|f| f.detector.is_settled());
+                    if climbing && now.saturating_sub(opened) < self.cfg.search.max_measure {
+                        self.sources[src].search = SearchState::Measuring {
+                            since: now,
+                            bytes0: bytes,
+                            half: None,
+                            opened,
+                        };
+                        continue;
+                    }
+                    let rate = rate_between(bytes0, bytes, elapsed);
                     self.level_measured(src, level, rate, now);
                 }
             }
         }
+    }
+
+    /// The live, not cancelled fetches of `src`.
+    fn level_fetches(&self, src: usize) -> impl Iterator<Item = &Fetch> {
+        self.slots
+            .iter()
+            .filter(move |s| s.source.0 as usize == src)
+            .filter_map(|s| s.fetch.as_ref())
+            .filter(|f| !f.cancelled)
     }
 
     fn measure_span(&self, src: usize) -> Duration {
@@ -1847,6 +1899,15 @@ fn push_notice(q: &mut VecDeque<Notice>, n: Notice) {
 
 /// Closes every window of `f` that ended by `now`, feeding one rate sample per window. Returns
 /// true when at least one window closed.
+/// Bytes per second from `b0` to `b1` over `span` (0 over an empty span).
+fn rate_between(b0: u64, b1: u64, span: Duration) -> f64 {
+    if span.is_zero() {
+        0.0
+    } else {
+        b1.saturating_sub(b0) as f64 / span.as_secs_f64()
+    }
+}
+
 fn roll_windows(
     f: &mut Fetch,
     now: Duration,

@@ -27,12 +27,18 @@ struct Link {
     weights: &'static [f64],
     /// From this time on the link carries this fraction of its capacity.
     collapse: Option<(Duration, f64)>,
+    /// A connection's ceiling climbs linearly from a tenth to all of `per_conn` over this long
+    /// after its first byte (a slow start); zero = at once.
+    ramp: Duration,
 }
 
 #[derive(Debug)]
 struct Live {
     source: usize,
     first_byte_at: Duration,
+    /// When the connection carrying it delivered its first byte (its ramp's start).
+    conn_since: Option<Duration>,
+    conn: ConnId,
     session: Session,
     started: bool,
     pos: u64,
@@ -49,6 +55,8 @@ struct Run {
     repairs: u64,
     /// Every level the search announced, per source, in order.
     levels: Vec<Vec<usize>>,
+    /// When each of those levels was announced.
+    trials: Vec<Vec<Duration>>,
     reasons: Vec<LimitReason>,
     end: Duration,
 }
@@ -66,7 +74,10 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
     let mut sched = Scheduler::new(size, sources, cfg);
     let mut live: BTreeMap<FetchId, Live> = BTreeMap::new();
     let mut opened: BTreeSet<ConnId> = BTreeSet::new();
+    // First byte of each open connection, for its ramp.
+    let mut ramps: BTreeMap<ConnId, Duration> = BTreeMap::new();
     let mut levels = vec![Vec::new(); links.len()];
+    let mut trials = vec![Vec::new(); links.len()];
     let mut now = Duration::ZERO;
     sched.tick(now);
     // Bounded: 10 minutes of virtual time.
@@ -85,6 +96,9 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
                 } => {
                     let l = links[source.0 as usize];
                     let new = opened.insert(conn);
+                    if new {
+                        ramps.remove(&conn);
+                    }
                     let weight = if l.weights.is_empty() {
                         1.0
                     } else {
@@ -96,6 +110,8 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
                         Live {
                             source: source.0 as usize,
                             first_byte_at: now + wait,
+                            conn_since: ramps.get(&conn).copied(),
+                            conn,
                             session: if new { Session::New } else { Session::Reused },
                             started: false,
                             pos: range.lo,
@@ -127,6 +143,7 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
             } = n
             {
                 levels[source.0 as usize].push(level);
+                trials[source.0 as usize].push(now);
             }
         }
         if sched.outcome().is_some() {
@@ -165,11 +182,20 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
             let wsum: f64 = flowing.iter().map(|id| live[id].weight).sum();
             for id in flowing {
                 let f = live.get_mut(&id).expect("flowing is live");
-                let rate = l.per_conn.min(capacity * f.weight / wsum);
                 if !f.started {
                     f.started = true;
                     sched.on_first_byte(id, f.session, now);
+                    let since = *ramps.entry(f.conn).or_insert(now);
+                    f.conn_since = Some(since);
                 }
+                let ceiling = match f.conn_since {
+                    Some(since) if !l.ramp.is_zero() => {
+                        let x = (now - since).as_secs_f64() / l.ramp.as_secs_f64();
+                        l.per_conn * (0.1 + 0.9 * x.min(1.0))
+                    }
+                    _ => l.per_conn,
+                };
+                let rate = ceiling.min(capacity * f.weight / wsum);
                 let want = rate * STEP.as_secs_f64() + f.carry;
                 let n = (want.floor() as u64).min(f.hi - f.pos);
                 f.carry = want - want.floor();
@@ -197,6 +223,7 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
             .map(|s| sched.limit_reason(SourceId(s as u16)))
             .collect(),
         levels,
+        trials,
         end: now,
     }
 }
@@ -209,6 +236,7 @@ fn link(capacity_mb: f64, per_conn_mb: f64) -> Link {
         setup: Duration::from_millis(20),
         weights: &[],
         collapse: None,
+        ramp: Duration::ZERO,
     }
 }
 
@@ -288,8 +316,10 @@ fn on_the_headroom_path_doubling_reaches_four_connections_after_two_levels() {
     assert_eq!(r.levels[0], vec![2, 4], "{r:?}");
     assert_eq!(r.reasons[0], LimitReason::Ceiling { serving: 4 }, "{r:?}");
     // The oracle is 8 s plus one setup. Climbing one connection per level cost ~2.3 s here;
-    // two doubling levels of about 0.9 s each cost about 1.2 s.
-    assert!(r.end < Duration::from_millis(9_400), "{r:?}");
+    // two doubling levels of about 1.1 s each (200 ms windows, then settle and measure in
+    // turn) cost about 1.2 s; 100 ms windows and a measurement that overlaps the settling
+    // bring each level to about 0.35 s and the whole ramp to about 0.4 s.
+    assert!(r.end < Duration::from_millis(8_600), "{r:?}");
 }
 
 #[test]
@@ -378,9 +408,12 @@ fn when_a_mirror_dies_its_work_is_not_left_on_the_slowest_survivor() {
 
 #[test]
 fn a_path_that_collapses_during_a_trial_is_reported_as_such_not_as_the_trial_s_fault() {
-    // The trial of a 2nd connection starts at about 1.2 s; the link falls to 5 % at 1.5 s.
+    // The link falls to 5 % 100 ms after the trial of a 2nd connection starts (found by a run
+    // without the collapse), while the trial is still being measured.
+    let steady = run(12_000_000, &[link(4.0, 4.0)], per_host(4), None);
+    let trial = steady.trials[0][0];
     let l = Link {
-        collapse: Some((Duration::from_millis(1_500), 0.05)),
+        collapse: Some((trial + Duration::from_millis(100), 0.05)),
         ..link(4.0, 4.0)
     };
     let r = run(12_000_000, &[l], per_host(4), None);
@@ -394,4 +427,24 @@ fn a_path_that_collapses_during_a_trial_is_reported_as_such_not_as_the_trial_s_f
         } => assert!(rate < 0.5 * from_rate, "{r:?}"),
         other => panic!("expected a path change, got {other:?} in {r:?}"),
     }
+}
+
+#[test]
+fn a_level_is_not_judged_while_its_connections_are_still_ramping() {
+    // One connection saturates the link, but only after a 1.5 s slow start. Measured during
+    // the ramp, one connection would look slow and two would look like a gain; the search must
+    // wait for the ramp and find that a 2nd adds nothing.
+    let l = Link {
+        ramp: Duration::from_millis(1_500),
+        ..link(4.0, 4.0)
+    };
+    let r = run(24_000_000, &[l], per_host(4), None);
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    assert_eq!(r.levels[0], vec![2], "{r:?}");
+    assert!(
+        matches!(r.reasons[0], LimitReason::Measured { chosen: 1, .. }),
+        "{r:?}"
+    );
+    // The trial starts after the first connection's ramp, not during it.
+    assert!(r.trials[0][0] >= Duration::from_millis(1_500), "{r:?}");
 }
