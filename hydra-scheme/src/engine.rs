@@ -451,6 +451,14 @@ impl Engine {
                         range,
                     } => {
                         let src = source.0 as usize;
+                        tracing::debug!(
+                            ?fetch,
+                            ?conn,
+                            src,
+                            lo = range.lo,
+                            hi = range.hi,
+                            "request"
+                        );
                         let tx2 = tx.clone();
                         // A source without ranges streams from byte 0: the bytes below the
                         // range are dropped (as waste) before they reach the sink or the
