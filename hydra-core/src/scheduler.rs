@@ -474,24 +474,27 @@ impl Scheduler {
         let back = ByteRange::new(f.hi, eff);
         f.hi = eff;
         self.unassigned.remove(back);
-        // A request queued in the same tick may have been handed part of `back`: trim it.
+        // A request queued in the same tick may have been handed part of `back`: trim what
+        // its fetch still owns (a later action of the same tick may have shrunk it already,
+        // and the bytes it gave up belong to someone else).
         let mut k = 0;
         while k < self.actions.len() {
-            if let Action::Request {
-                fetch: g, range, ..
-            } = self.actions[k]
-            {
-                let cut = range.intersect(&back);
+            if let Action::Request { fetch: g, .. } = self.actions[k] {
+                let gi = self.slot_of(g).expect("a queued request has a live fetch");
+                let owned = {
+                    let gf = self.slots[gi].fetch.as_ref().expect("checked");
+                    ByteRange::new(gf.pos, gf.hi)
+                };
+                let cut = owned.intersect(&back);
                 if !cut.is_empty() {
                     // Keep the part below `back` if any, else the part above; a part above that
                     // is not kept goes back to the unassigned set.
-                    let below = ByteRange::new(range.lo, cut.lo);
-                    let above = ByteRange::new(cut.hi, range.hi);
+                    let below = ByteRange::new(owned.lo, cut.lo);
+                    let above = ByteRange::new(cut.hi, owned.hi);
                     let new = if below.is_empty() { above } else { below };
                     if !below.is_empty() && !above.is_empty() {
                         self.unassigned.insert(above);
                     }
-                    let gi = self.slot_of(g).expect("a queued request has a live fetch");
                     if new.is_empty() {
                         self.slots[gi].fetch = None;
                         self.stats.requests -= 1;

@@ -498,3 +498,27 @@ fn a_resumed_transfer_never_requests_bytes_already_held() {
     }
     assert_eq!(requested, 2000);
 }
+
+/// Found by the property above (seed 0x0048_5944_5241 with a 1.5-setup measurement): one tick
+/// split a fetch, handed the tail to a new request, then moved that request's whole range to a
+/// third one; the transport had read past the first split, and trimming both queued requests
+/// by their original ranges gave bytes 931..1180 to two fetches.
+#[test]
+fn a_request_trimmed_after_a_shrink_keeps_only_what_its_fetch_still_owns() {
+    let w = World {
+        seed: 13539675536955763216,
+        size: 1180,
+        fates: vec![Fate::Dies(21)],
+        caps: vec![Capabilities {
+            ranged: true,
+            client_bounded_ranges: true,
+            preempt_cost_rtt: 0.0,
+            has_validators: true,
+            pipelined: false,
+            max_connections_per_host: None,
+        }],
+        concurrency: Concurrency::Search { start: 1 },
+        resume: vec![],
+    };
+    property(w).unwrap();
+}
