@@ -86,7 +86,7 @@ pub struct SearchPolicy {
     pub max_measure: Duration,
     /// The measurement window is this many setup costs long, within the bounds above. It
     /// opens only once the level is delivering, so it need not cover the setup itself; 1.5
-    /// keeps an FTP or SFTP level (setup ~10 round trips) from costing 4 setups (headroom-ftp
+    /// keeps an FTP or SFTP level (setup 8–10 round trips) from costing 4 setups (headroom-ftp
     /// 9.36 s at 4, 9.02 s at 1.5; oracle 8.02 s).
     pub measure_setups: f64,
     /// A level whose aggregate in the second half of its window exceeds the first half's by
