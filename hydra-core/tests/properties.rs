@@ -509,14 +509,7 @@ fn a_request_trimmed_after_a_shrink_keeps_only_what_its_fetch_still_owns() {
         seed: 13539675536955763216,
         size: 1180,
         fates: vec![Fate::Dies(21)],
-        caps: vec![Capabilities {
-            ranged: true,
-            client_bounded_ranges: true,
-            preempt_cost_rtt: 0.0,
-            has_validators: true,
-            pipelined: false,
-            max_connections_per_host: None,
-        }],
+        caps: vec![Capabilities::HTTP],
         concurrency: Concurrency::Search { start: 1 },
         resume: vec![],
     };
