@@ -85,9 +85,9 @@ pub struct SearchPolicy {
     /// Longest time a level is measured (again) before it is judged as it stands.
     pub max_measure: Duration,
     /// The measurement window is this many setup costs long, within the bounds above. It
-    /// opens only once the level is delivering, so it need not cover the setup itself; 1.5
-    /// keeps an FTP or SFTP level (setup 8–10 round trips) from costing 4 setups (headroom-ftp
-    /// 9.36 s at 4, 9.02 s at 1.5; oracle 8.02 s).
+    /// opens only once the level is delivering, so it need not cover the setup itself; it
+    /// scales with the setup so that a level on a costly path (FTP or SFTP, 8–10 round trips)
+    /// is measured over more round trips than the 200 ms floor gives it.
     pub measure_setups: f64,
     /// A level whose aggregate in the second half of its window exceeds the first half's by
     /// more than this fraction is still ramping: it is measured again rather than judged (a
