@@ -1243,7 +1243,7 @@ impl Scheduler {
                     // handshake's gap). Whether the ramp is over is judged at its end.
                     let level = self.sources[src].level;
                     let delivering = self
-                        .level_fetches(src)
+                        .live_fetches(src)
                         .filter(|f| f.detector.windows() >= 1)
                         .count();
                     if delivering >= level {
@@ -1302,7 +1302,7 @@ impl Scheduler {
                         let first = rate_between(bytes0, b_h, t_h.saturating_sub(since));
                         let second = rate_between(b_h, bytes, now.saturating_sub(t_h));
                         gt(second, first * (1.0 + self.cfg.search.ramp_tolerance))
-                    }) || !self.level_fetches(src).all(|f| f.detector.is_settled());
+                    }) || !self.live_fetches(src).all(|f| f.detector.is_settled());
                     if climbing && now.saturating_sub(opened) < self.cfg.search.max_measure {
                         self.sources[src].search = SearchState::Measuring {
                             since: now,
@@ -1320,7 +1320,7 @@ impl Scheduler {
     }
 
     /// The live, not cancelled fetches of `src`.
-    fn level_fetches(&self, src: usize) -> impl Iterator<Item = &Fetch> {
+    fn live_fetches(&self, src: usize) -> impl Iterator<Item = &Fetch> {
         self.slots
             .iter()
             .filter(move |s| s.source.0 as usize == src)
@@ -1493,14 +1493,7 @@ impl Scheduler {
             return None;
         }
         let (mut left, mut rate, mut n) = (0.0, 0.0, 0u32);
-        for s in &self.slots {
-            if s.source.0 as usize != src {
-                continue;
-            }
-            let Some(f) = &s.fetch else { continue };
-            if f.cancelled {
-                continue;
-            }
+        for f in self.live_fetches(src) {
             let r = f.detector.projection_rate();
             if f.first_byte_at.is_none()
                 || f.detector.windows() == 0
