@@ -35,6 +35,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+mod closing;
+use closing::ClosingChecks;
+
 /// Engine options. `EngineOptions::default()` is what a user gets.
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
@@ -365,6 +368,10 @@ impl Engine {
             .iter()
             .map(|s| Arc::new(s.input.endpoint.clone()))
             .collect();
+        let mut checks = ClosingChecks::new(
+            probed.sources.len(),
+            self.opts.probe_timeout.min(self.opts.config.stall_timeout),
+        );
         loop {
             let now = start.elapsed();
             // Inputs that arrived, in the order they were sent.
@@ -391,6 +398,9 @@ impl Engine {
                             sched.on_first_byte(e.fetch, session, now)
                         }
                         FetchEventKind::Bytes { offset, len } => {
+                            if let Some(r) = running.get(&e.fetch) {
+                                checks.on_bytes(r.source);
+                            }
                             sched.on_data(e.fetch, offset, len, now)
                         }
                         FetchEventKind::Waste { bytes } => waste += bytes,
@@ -521,6 +531,7 @@ impl Engine {
                     }
                 }
             }
+            checks.send_due(&sched, &probed.sources);
             while let Some(n) = sched.poll_notice() {
                 tracing::debug!(?n, "scheduler");
                 if let Some(ev) = &events {
@@ -574,51 +585,9 @@ impl Engine {
                 _ = tokio::time::sleep(deadline) => {}
             }
         }
-        // Every source that contributed bytes must still describe the object its probe saw:
-        // per-range checks cannot see a file rewritten in place under a running read, and weak
-        // validators are only re-read between ranges. The sources are asked again together,
-        // each for at most the stall timeout. A source that is dead or whose last fetch failed
-        // is not asked (its bytes passed every per-range check, and it may be hung); one that
-        // cannot answer is logged, not failed.
-        let checks: Vec<_> = probed
-            .sources
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| {
-                let id = SourceId(*i as u16);
-                sched.source_bytes(id) > 0
-                    && !sched.is_dead(id)
-                    && sched.consecutive_failures(id) == 0
-            })
-            .map(|(_, s)| {
-                let s = s.clone();
-                let limit = self.opts.probe_timeout.min(self.opts.config.stall_timeout);
-                tokio::spawn(async move {
-                    let again =
-                        tokio::time::timeout(limit, s.input.scheme.probe(&s.input.endpoint)).await;
-                    (s, again)
-                })
-            })
-            .collect();
-        for c in checks {
-            let Ok((s, again)) = c.await else { continue };
-            match again {
-                Ok(Ok(p)) => {
-                    if let Some(why) = changed(&s.probe, &p) {
-                        return Err(EngineError::ObjectChanged(
-                            s.input.endpoint.to_string(),
-                            why,
-                        ));
-                    }
-                }
-                Ok(Err(e)) => {
-                    tracing::warn!(source = %s.input.endpoint, error = %e, "cannot re-check the object at the end")
-                }
-                Err(_) => {
-                    tracing::warn!(source = %s.input.endpoint, "re-checking the object at the end timed out")
-                }
-            }
-        }
+        // Every source that contributed bytes must still describe the object its probe saw
+        // (see `closing`).
+        checks.finish(&sched, &probed.sources).await?;
         sink.finish().map_err(EngineError::Sink)?;
         let written = sink.written();
         let overlap = sink.overlap_bytes();

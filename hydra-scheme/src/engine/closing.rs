@@ -1,0 +1,181 @@
+//! The closing re-check: every source that contributed bytes is asked again whether it still
+//! describes the object its probe saw, and the answer counts only if it was given after the
+//! source had sent its last byte.
+//!
+//! Per-range checks cannot see a file rewritten in place under a running read, and weak
+//! validators are only re-read between ranges; this check closes both gaps. Asked after the
+//! last byte, it costs one round trip of the slowest source after the transfer ends. So it is
+//! also asked *early*, aimed to land as the transfer ends:
+//!
+//! * Early checks are sent only once no byte is unassigned, when the transfer's projected end
+//!   (the slowest live fetch's owned bytes over its rate) is within [`EARLY`]`[k]` of the
+//!   source's measured setup cost (a check may need a new session), `k` being the number
+//!   already sent; at most `EARLY.len()` per source.
+//! * A check *stands* only if its answer arrived no earlier than the engine saw the source's
+//!   last byte. The server answered it after sending every byte that arrived before the answer
+//!   did (one path, answers not reordered behind later bytes), so every byte from that source
+//!   was read before the look. A check still in flight when the transfer ends will stand.
+//! * At the end, a source with no standing check is asked then, as before.
+//! * Any check that sees a changed object fails the transfer, whether or not it stands.
+//!
+//! A source that is dead or whose last fetch failed is not checked (its bytes passed every
+//! per-range check, and it may be hung); a check that cannot be answered is logged, not failed.
+
+use std::time::{Duration, Instant};
+
+use hydra_core::{Scheduler, SourceId};
+use tokio::task::JoinHandle;
+
+use super::{changed, EngineError, ProbedSource};
+use crate::error::SchemeError;
+use crate::probe::Probe;
+
+/// Early checks per source: the `k`-th is sent when the transfer's projected end is within
+/// `EARLY[k]` × the source's setup cost. Two, so that one sent on a projection that proved
+/// optimistic (answered before the last byte) has a later one behind it.
+pub(super) const EARLY: [f64; 2] = [0.9, 0.5];
+
+/// When a check was answered, and the answer (`None`: timed out).
+type Answer = (Instant, Option<Result<Probe, SchemeError>>);
+
+/// The closing re-checks of one transfer. Dropping it aborts the checks still in flight.
+pub(super) struct ClosingChecks {
+    /// Per source: when the engine saw its last byte.
+    last_byte: Vec<Option<Instant>>,
+    /// Per source: the checks sent, in order.
+    sent: Vec<Vec<JoinHandle<Answer>>>,
+    /// Deadline of one check.
+    limit: Duration,
+}
+
+impl ClosingChecks {
+    pub(super) fn new(sources: usize, limit: Duration) -> Self {
+        ClosingChecks {
+            last_byte: vec![None; sources],
+            sent: (0..sources).map(|_| Vec::new()).collect(),
+            limit,
+        }
+    }
+
+    /// Records that a byte of `source` reached the engine now.
+    pub(super) fn on_bytes(&mut self, source: usize) {
+        self.last_byte[source] = Some(Instant::now());
+    }
+
+    /// Sends the early checks that are due (see the module docs).
+    pub(super) fn send_due(&mut self, sched: &Scheduler, sources: &[ProbedSource]) {
+        if !sched.unassigned().is_empty() {
+            return;
+        }
+        let mut end = 0.0f64;
+        for (fetch, _, _, owned) in sched.in_flight() {
+            match sched.rate(fetch) {
+                Some(r) if r > 0.0 => end = end.max(owned.len() as f64 / r),
+                // A fetch without a rate yet: its end cannot be projected.
+                _ => return,
+            }
+        }
+        for (i, s) in sources.iter().enumerate() {
+            let k = self.sent[i].len();
+            if k >= EARLY.len() || !wanted(sched, i) {
+                continue;
+            }
+            let cost = sched
+                .setup_cost(SourceId(i as u16))
+                .unwrap_or(s.probe.connect + s.probe.first_byte);
+            if end <= EARLY[k] * cost.as_secs_f64() {
+                tracing::debug!(source = i, k, projected_end = end, "early closing check");
+                let h = self.spawn(s);
+                self.sent[i].push(h);
+            }
+        }
+    }
+
+    /// Settles every source that needs a check: a standing early check, or a check now.
+    pub(super) async fn finish(
+        mut self,
+        sched: &Scheduler,
+        sources: &[ProbedSource],
+    ) -> Result<(), EngineError> {
+        let mut pending: Vec<(usize, JoinHandle<Answer>)> = Vec::new();
+        for (i, s) in sources.iter().enumerate() {
+            let sent = std::mem::take(&mut self.sent[i]);
+            if !wanted(sched, i) {
+                sent.iter().for_each(JoinHandle::abort);
+                continue;
+            }
+            let mut stands = false;
+            let mut in_flight = Vec::new();
+            for h in sent {
+                if !h.is_finished() {
+                    in_flight.push(h);
+                    continue;
+                }
+                let Ok((at, answer)) = h.await else { continue };
+                if let Some(Ok(p)) = answer {
+                    if let Some(why) = changed(&s.probe, &p) {
+                        return Err(EngineError::ObjectChanged(
+                            s.input.endpoint.to_string(),
+                            why,
+                        ));
+                    }
+                    stands |= self.last_byte[i].is_none_or(|b| at >= b);
+                }
+            }
+            if stands {
+                in_flight.iter().for_each(JoinHandle::abort);
+                continue;
+            }
+            // An early check still in flight is answered after the last byte: it stands.
+            let mut in_flight = in_flight.into_iter();
+            let h = in_flight.next().unwrap_or_else(|| self.spawn(s));
+            in_flight.for_each(|h| h.abort());
+            pending.push((i, h));
+        }
+        for (i, h) in pending {
+            let s = &sources[i];
+            let Ok((_, answer)) = h.await else { continue };
+            match answer {
+                Some(Ok(p)) => {
+                    if let Some(why) = changed(&s.probe, &p) {
+                        return Err(EngineError::ObjectChanged(
+                            s.input.endpoint.to_string(),
+                            why,
+                        ));
+                    }
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(source = %s.input.endpoint, error = %e, "cannot re-check the object at the end")
+                }
+                None => {
+                    tracing::warn!(source = %s.input.endpoint, "re-checking the object at the end timed out")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn spawn(&self, s: &ProbedSource) -> JoinHandle<Answer> {
+        let s = s.clone();
+        let limit = self.limit;
+        tokio::spawn(async move {
+            let again = tokio::time::timeout(limit, s.input.scheme.probe(&s.input.endpoint))
+                .await
+                .ok();
+            (Instant::now(), again)
+        })
+    }
+}
+
+impl Drop for ClosingChecks {
+    fn drop(&mut self) {
+        self.sent.iter().flatten().for_each(JoinHandle::abort);
+    }
+}
+
+/// Whether `source` is checked: it contributed bytes, is not dead, and its last fetch did not
+/// fail.
+fn wanted(sched: &Scheduler, source: usize) -> bool {
+    let id = SourceId(source as u16);
+    sched.source_bytes(id) > 0 && !sched.is_dead(id) && sched.consecutive_failures(id) == 0
+}

@@ -1,0 +1,195 @@
+//! The engine's closing re-check, sent early so that it lands as the transfer ends: an answer
+//! counts only if it came after the source's last byte.
+//!
+//! The source is a paced in-memory scheme: a fetch takes `SETUP` to its first byte, then
+//! writes `CHUNK` bytes every `GAP`; its probes report a version that the test rewrites at a
+//! chosen moment.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use hydra_core::{Concurrency, Config};
+use hydra_scheme::{
+    Capabilities, Endpoint, Engine, EngineError, EngineOptions, ErrorKind, FetchOutcome,
+    FetchRequest, MemorySink, Probe, RangeSet, Scheme, SchemeError, Sink, SourceInput, Validator,
+};
+use tokio::sync::Notify;
+
+const SIZE: u64 = 256 * 1024;
+const CHUNK: u64 = 4096;
+const GAP: Duration = Duration::from_millis(10);
+const SETUP: Duration = Duration::from_millis(300);
+/// How long after the last byte a late-answering check answers.
+const LATE: Duration = Duration::from_millis(100);
+
+#[derive(Debug, Clone, Copy)]
+enum When {
+    /// Checks are answered at once; the object is rewritten in place just before the last
+    /// chunk is sent, so the file would mix two versions.
+    RewrittenBeforeTheLastChunk,
+    /// Checks wait until `LATE` after the last byte was sent; the object is rewritten once one
+    /// of them has answered (every byte sent was the old version).
+    RewrittenAfterALateCheck,
+}
+
+struct Paced {
+    when: When,
+    version: Mutex<u32>,
+    /// Probes answered, and how many of them before the last byte was sent.
+    probes: AtomicUsize,
+    probes_before_last_byte: AtomicUsize,
+    /// Probes asked after the last byte was sent.
+    asked_after_last_byte: AtomicUsize,
+    all_sent: AtomicBool,
+    sent: Notify,
+}
+
+impl Paced {
+    fn new(when: When) -> Arc<Self> {
+        Arc::new(Paced {
+            when,
+            version: Mutex::new(1),
+            probes: AtomicUsize::new(0),
+            probes_before_last_byte: AtomicUsize::new(0),
+            asked_after_last_byte: AtomicUsize::new(0),
+            all_sent: AtomicBool::new(false),
+            sent: Notify::new(),
+        })
+    }
+
+    fn version(&self) -> u32 {
+        *self.version.lock().unwrap()
+    }
+
+    fn rewrite(&self) {
+        *self.version.lock().unwrap() = 2;
+    }
+}
+
+#[async_trait]
+impl Scheme for Paced {
+    fn name(&self) -> &str {
+        "paced"
+    }
+
+    fn url_schemes(&self) -> &[&'static str] {
+        &["paced"]
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::HTTP
+    }
+
+    async fn probe(&self, _endpoint: &Endpoint) -> Result<Probe, SchemeError> {
+        let first = self.probes.load(Ordering::SeqCst) == 0;
+        if self.all_sent.load(Ordering::SeqCst) {
+            self.asked_after_last_byte.fetch_add(1, Ordering::SeqCst);
+        }
+        if !first && matches!(self.when, When::RewrittenAfterALateCheck) {
+            let wait = self.sent.notified();
+            if !self.all_sent.load(Ordering::SeqCst) {
+                wait.await;
+            }
+            tokio::time::sleep(LATE).await;
+        }
+        let v = self.version();
+        if !self.all_sent.load(Ordering::SeqCst) {
+            self.probes_before_last_byte.fetch_add(1, Ordering::SeqCst);
+        }
+        self.probes.fetch_add(1, Ordering::SeqCst);
+        if !first && matches!(self.when, When::RewrittenAfterALateCheck) {
+            self.rewrite();
+        }
+        Ok(Probe {
+            size: SIZE,
+            ranged: true,
+            validator: Some(Validator::Strong(format!("\"v{v}\""))),
+            last_modified: None,
+            connect: Duration::ZERO,
+            first_byte: SETUP,
+        })
+    }
+
+    async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
+        let w = &mut request.writer;
+        w.connected(false);
+        tokio::time::sleep(SETUP).await;
+        w.first_byte();
+        while w.remaining() > 0 {
+            let n = w.remaining().min(CHUNK);
+            let last = w.offset() + n == SIZE;
+            if last && matches!(self.when, When::RewrittenBeforeTheLastChunk) {
+                self.rewrite();
+            }
+            let byte = self.version() as u8;
+            if let Err(e) = w.write(&vec![byte; n as usize]) {
+                return FetchOutcome::Failed(SchemeError::new(&request.endpoint, ErrorKind::Io(e)));
+            }
+            if last {
+                self.all_sent.store(true, Ordering::SeqCst);
+                self.sent.notify_waiters();
+            }
+            tokio::select! {
+                _ = w.exhausted() => break,
+                _ = tokio::time::sleep(GAP) => {}
+            }
+        }
+        w.outcome_at_bound()
+    }
+}
+
+async fn transfer(scheme: Arc<Paced>) -> (Result<(), EngineError>, Arc<MemorySink>) {
+    let engine = Engine::new(EngineOptions {
+        config: Config {
+            concurrency: Concurrency::Fixed(1),
+            ..Config::default()
+        },
+        ..EngineOptions::default()
+    });
+    let input = SourceInput {
+        endpoint: Endpoint::parse("paced://127.0.0.1:9/object").expect("url"),
+        scheme: scheme.clone(),
+    };
+    let probed = engine.probe(vec![input]).await.expect("probe");
+    let sink = Arc::new(MemorySink::new(SIZE as usize));
+    let none = RangeSet::new();
+    let run = engine.run(&probed, sink.clone(), &none, None);
+    let out = tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .expect("the transfer ends");
+    (out.map(|_| ()), sink)
+}
+
+#[tokio::test]
+async fn an_early_check_answered_before_the_last_byte_does_not_stand_for_the_closing_one() {
+    let s = Paced::new(When::RewrittenBeforeTheLastChunk);
+    let (out, _) = transfer(s.clone()).await;
+    // The probe plus at least one early check were answered while bytes were still coming.
+    assert!(
+        s.probes_before_last_byte.load(Ordering::SeqCst) >= 2,
+        "no early check was sent"
+    );
+    assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 1);
+    match out {
+        Err(EngineError::ObjectChanged(src, why)) => {
+            assert!(src.contains("paced://"), "{src}");
+            assert!(why.contains("v1") && why.contains("v2"), "{why}");
+        }
+        other => panic!("a file mixing two versions was not refused: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_check_answered_after_the_last_byte_is_not_asked_again_at_the_end() {
+    let s = Paced::new(When::RewrittenAfterALateCheck);
+    let (out, sink) = transfer(s.clone()).await;
+    out.expect("every byte is version 1 and was checked after it was sent");
+    assert_eq!(sink.written().len_bytes(), SIZE);
+    assert!(sink.contents().iter().all(|&b| b == 1));
+    // One or two early checks were asked before the last byte; none after it.
+    assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 0);
+    let probes = s.probes.load(Ordering::SeqCst);
+    assert!((2..=3).contains(&probes), "{probes} probes");
+}
