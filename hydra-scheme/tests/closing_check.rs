@@ -32,6 +32,9 @@ enum When {
     /// Checks wait until `LATE` after the last byte was sent; the object is rewritten once one
     /// of them has answered (every byte sent was the old version).
     RewrittenAfterALateCheck,
+    /// Checks asked before the last byte was sent fail (the server refuses another
+    /// session); the object never changes.
+    EarlyChecksRefused,
 }
 
 struct Paced {
@@ -40,7 +43,8 @@ struct Paced {
     /// Probes answered, and how many of them before the last byte was sent.
     probes: AtomicUsize,
     probes_before_last_byte: AtomicUsize,
-    /// Probes asked after the last byte was sent.
+    /// Probes asked before and after the last byte was sent.
+    asked_before_last_byte: AtomicUsize,
     asked_after_last_byte: AtomicUsize,
     all_sent: AtomicBool,
     sent: Notify,
@@ -53,6 +57,7 @@ impl Paced {
             version: Mutex::new(1),
             probes: AtomicUsize::new(0),
             probes_before_last_byte: AtomicUsize::new(0),
+            asked_before_last_byte: AtomicUsize::new(0),
             asked_after_last_byte: AtomicUsize::new(0),
             all_sent: AtomicBool::new(false),
             sent: Notify::new(),
@@ -82,10 +87,12 @@ impl Scheme for Paced {
         Capabilities::HTTP
     }
 
-    async fn probe(&self, _endpoint: &Endpoint) -> Result<Probe, SchemeError> {
+    async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
         let first = self.probes.load(Ordering::SeqCst) == 0;
         if self.all_sent.load(Ordering::SeqCst) {
             self.asked_after_last_byte.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.asked_before_last_byte.fetch_add(1, Ordering::SeqCst);
         }
         if !first && matches!(self.when, When::RewrittenAfterALateCheck) {
             let wait = self.sent.notified();
@@ -93,6 +100,15 @@ impl Scheme for Paced {
                 wait.await;
             }
             tokio::time::sleep(LATE).await;
+        }
+        if !first
+            && matches!(self.when, When::EarlyChecksRefused)
+            && !self.all_sent.load(Ordering::SeqCst)
+        {
+            return Err(SchemeError::new(
+                endpoint,
+                ErrorKind::Refused { retry_after: None },
+            ));
         }
         let v = self.version();
         if !self.all_sent.load(Ordering::SeqCst) {
@@ -192,4 +208,15 @@ async fn a_check_answered_after_the_last_byte_is_not_asked_again_at_the_end() {
     assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 0);
     let probes = s.probes.load(Ordering::SeqCst);
     assert!((2..=3).contains(&probes), "{probes} probes");
+}
+
+#[tokio::test]
+async fn a_source_whose_early_checks_fail_is_asked_again_after_its_last_byte() {
+    let s = Paced::new(When::EarlyChecksRefused);
+    let (out, sink) = transfer(s.clone()).await;
+    out.expect("the object never changed");
+    assert!(sink.contents().iter().all(|&b| b == 1));
+    // The probe and at least one early check, refused.
+    assert!(s.asked_before_last_byte.load(Ordering::SeqCst) >= 2);
+    assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 1);
 }

@@ -15,7 +15,8 @@
 //!   last byte. The server answered it after sending every byte that arrived before the answer
 //!   did (one path, answers not reordered behind later bytes), so every byte from that source
 //!   was read before the look. A check still in flight when the transfer ends will stand.
-//! * At the end, a source with no standing check is asked then, as before.
+//! * At the end, a source with no standing answer takes the first answer of its early checks
+//!   still in flight, or is asked then.
 //! * Any check that sees a changed object fails the transfer, whether or not it stands.
 //!
 //! A source that is dead or whose last fetch failed is not checked (its bytes passed every
@@ -97,7 +98,7 @@ impl ClosingChecks {
         sched: &Scheduler,
         sources: &[ProbedSource],
     ) -> Result<(), EngineError> {
-        let mut pending: Vec<(usize, JoinHandle<Answer>)> = Vec::new();
+        let mut pending: Vec<(usize, Vec<JoinHandle<Answer>>, bool)> = Vec::new();
         for (i, s) in sources.iter().enumerate() {
             let sent = std::mem::take(&mut self.sent[i]);
             if !wanted(sched, i) {
@@ -124,17 +125,34 @@ impl ClosingChecks {
             }
             if stands {
                 in_flight.iter().for_each(JoinHandle::abort);
-                continue;
+            } else if in_flight.is_empty() {
+                pending.push((i, vec![self.spawn(s)], true));
+            } else {
+                // Early checks still in flight are answered after the last byte: the first
+                // answer stands.
+                pending.push((i, in_flight, false));
             }
-            // An early check still in flight is answered after the last byte: it stands.
-            let mut in_flight = in_flight.into_iter();
-            let h = in_flight.next().unwrap_or_else(|| self.spawn(s));
-            in_flight.for_each(|h| h.abort());
-            pending.push((i, h));
         }
-        for (i, h) in pending {
+        for (i, mut handles, mut asked_now) in pending {
             let s = &sources[i];
-            let Ok((_, answer)) = h.await else { continue };
+            // The first good answer stands. When every early check failed to answer, the
+            // source is asked once more now.
+            let answer = loop {
+                let (first, _, rest) = futures_util::future::select_all(handles).await;
+                handles = rest;
+                let answer = first.ok().and_then(|(_, a)| a);
+                if matches!(answer, Some(Ok(_))) {
+                    break answer;
+                }
+                if handles.is_empty() {
+                    if asked_now {
+                        break answer;
+                    }
+                    asked_now = true;
+                    handles.push(self.spawn(s));
+                }
+            };
+            handles.iter().for_each(JoinHandle::abort);
             match answer {
                 Some(Ok(p)) => {
                     if let Some(why) = changed(&s.probe, &p) {
