@@ -52,7 +52,9 @@ pub trait Scheme: Send + Sync {
     /// What its ranged reads can do and what stopping early costs.
     fn capabilities(&self) -> Capabilities;
 
-    /// Learns about the object at `endpoint`.
+    /// Learns about the object at `endpoint`. The engine also calls it near the end of a
+    /// transfer, while fetches may still hold the scheme's sessions (the closing check): it
+    /// opens its own session when no idle one is pooled.
     async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError>;
 
     /// Learns about the object like [`Scheme::probe`], and may keep the probe's response open

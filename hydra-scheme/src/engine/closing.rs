@@ -98,6 +98,7 @@ impl ClosingChecks {
         sched: &Scheduler,
         sources: &[ProbedSource],
     ) -> Result<(), EngineError> {
+        let began = Instant::now();
         let mut pending: Vec<(usize, Vec<JoinHandle<Answer>>, bool)> = Vec::new();
         for (i, s) in sources.iter().enumerate() {
             let sent = std::mem::take(&mut self.sent[i]);
@@ -123,6 +124,12 @@ impl ClosingChecks {
                     stands |= self.last_byte[i].is_none_or(|b| at >= b);
                 }
             }
+            tracing::debug!(
+                source = i,
+                stands,
+                in_flight = in_flight.len(),
+                "closing check"
+            );
             if stands {
                 in_flight.iter().for_each(JoinHandle::abort);
             } else if in_flight.is_empty() {
@@ -170,6 +177,7 @@ impl ClosingChecks {
                 }
             }
         }
+        tracing::debug!(waited = ?began.elapsed(), "closing checks settled");
         Ok(())
     }
 
