@@ -1163,6 +1163,22 @@ impl Scheduler {
         let wsum: f64 = fill.iter().map(|f| f.2).sum();
         let min_piece = self.cfg.min_piece.max(1);
         let single = fill.len() == 1;
+        // With other fetches delivering, a slot takes no more than it can do by the time they
+        // are done — at least its share by rate of everything unassigned, theirs counted — and
+        // nothing when that is less than a minimum piece and it cannot finish everything
+        // unassigned by then: the rest waits for them, which are free soon. A slow slot freed
+        // first would otherwise hold work the faster ones finish sooner (a dead mirror's whole
+        // tail, or a crumb that then ends the transfer).
+        let others = self.aggregate_rate();
+        let t = now.as_secs_f64();
+        let horizon = (0..self.slots.len())
+            .filter(|&i| self.slots[i].fetch.as_ref().is_some_and(|f| !f.cancelled))
+            .map(|i| self.finish_time(i, now) - t)
+            .fold(f64::NAN, f64::max);
+        let cap = |w: f64, wsum: f64| -> Option<f64> {
+            (w.is_finite() && w > 0.0 && others > 0.0 && horizon.is_finite())
+                .then(|| ((total as f64) * w / (wsum + others)).max(w * horizon))
+        };
         let (mut p, mut cur) = (0, pieces[0].lo);
         for (k, &(src, slot, w)) in fill.iter().enumerate() {
             if p >= pieces.len() {
@@ -1172,30 +1188,19 @@ impl Scheduler {
             if !self.sources[src].spec.caps.ranged && cur != 0 && !fallback {
                 continue;
             }
+            let cap = cap(w, if single { w } else { wsum });
+            if cap.is_some_and(|c| c < min_piece as f64 && gt(total as f64 / w, horizon)) {
+                continue;
+            }
             let range = if single && self.sources[src].spec.caps.ranged {
-                // One slot alone takes the largest range whole (a maximal range) — unless, with
-                // other fetches delivering, the whole range would make it finish after them:
-                // then it takes what it can do by the time they are done (at least its share
-                // by rate of everything unassigned), and the rest waits for the faster ones,
-                // which are free soon. A slow mirror freed first would otherwise hold a dead
-                // mirror's whole tail until a repair.
+                // One slot alone takes the largest range whole (a maximal range), unless that
+                // would make it finish after the fetches delivering: then it takes its cap.
                 let largest = self.unassigned.largest().expect("not empty");
-                let others = self.aggregate_rate();
-                let t = now.as_secs_f64();
-                let horizon = (0..self.slots.len())
-                    .filter(|&i| self.slots[i].fetch.as_ref().is_some_and(|f| !f.cancelled))
-                    .map(|i| self.finish_time(i, now) - t)
-                    .fold(f64::NAN, f64::max);
-                let capped = w.is_finite()
-                    && w > 0.0
-                    && others > 0.0
-                    && horizon.is_finite()
-                    && gt(largest.len() as f64 / w, horizon);
-                let take = if capped {
-                    let share = (total as f64) * w / (w + others);
-                    (share.max(w * horizon).ceil() as u64).max(min_piece)
-                } else {
-                    largest.len()
+                let take = match cap {
+                    Some(c) if gt(largest.len() as f64 / w, horizon) => {
+                        (c.ceil() as u64).max(min_piece)
+                    }
+                    _ => largest.len(),
                 };
                 if take + min_piece >= largest.len() {
                     largest
@@ -1204,9 +1209,11 @@ impl Scheduler {
                 }
             } else {
                 let piece_end = pieces[p].hi;
-                let want = ((total as f64) * w / wsum).ceil() as u64;
+                let share = ((total as f64) * w / wsum).ceil() as u64;
+                let want = cap.map_or(share, |c| share.min(c.ceil() as u64));
                 let mut take = want.max(min_piece).min(piece_end - cur);
-                if k + 1 == fill.len() || piece_end - (cur + take) < min_piece {
+                // The last slot takes the rest, unless capped (the rest waits).
+                if (k + 1 == fill.len() && want == share) || piece_end - (cur + take) < min_piece {
                     take = piece_end - cur;
                 }
                 let r = ByteRange::new(cur, cur + take);

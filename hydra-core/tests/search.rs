@@ -448,3 +448,31 @@ fn a_level_is_not_judged_while_its_connections_are_still_ramping() {
     // The trial starts after the first connection's ramp, not during it.
     assert!(r.trials[0][0] >= Duration::from_millis(1_500), "{r:?}");
 }
+
+#[test]
+fn a_collapsed_mirror_is_not_handed_work_the_faster_mirrors_finish_sooner() {
+    // The peers bench's collapse path: three saturated mirrors of 6, 3 and 1 MB/s; the 3 MB/s
+    // one falls to 5 % at 1.3 s. When the 1 MB/s mirror and the collapsed one came free
+    // together, the collapsed one took its share by rate of what was left (380 KB at 0.11 MB/s,
+    // 3.4 s) while the 6 MB/s mirror, about to finish, was not counted: 6.82 s, 1.08x.
+    let mk = |cap: f64, rtt_ms: u64| Link {
+        rtt: Duration::from_millis(rtt_ms),
+        ..link(cap, cap)
+    };
+    let collapse = Duration::from_millis(1_300);
+    let mut m1 = mk(3.0, 60);
+    m1.collapse = Some((collapse, 0.05));
+    let r = run(
+        48_000_000,
+        &[mk(6.0, 40), m1, mk(1.0, 80)],
+        per_host(4),
+        None,
+    );
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    // The oracle: 10 MB/s from the first round trip and setup (0.08 s) to the collapse, then
+    // 7.15 MB/s.
+    let before = (collapse.as_secs_f64() - 0.08) * 10.0;
+    let oracle = collapse.as_secs_f64() + (48.0 - before) / 7.15;
+    let ratio = r.end.as_secs_f64() / oracle;
+    assert!(ratio < 1.04, "{ratio:.3}: {r:?}");
+}
