@@ -406,6 +406,7 @@ impl Engine {
                         FetchEventKind::Waste { bytes } => waste += bytes,
                     },
                     Msg::Done(fetch, outcome) => {
+                        tracing::debug!(?fetch, end = ?outcome.end(), "fetch ended");
                         let src = running.get(&fetch).map(|r| r.source);
                         running.remove(&fetch);
                         if let (Some(src), FetchOutcome::Failed(err)) = (src, &outcome) {
@@ -446,6 +447,7 @@ impl Engine {
                 .collect();
             for f in overdue {
                 if let Some(r) = running.remove(&f) {
+                    tracing::debug!(fetch = ?f, "cancelled fetch did not stop in time: aborted");
                     r.task.abort();
                     sched.on_end(f, FetchEnd::Cancelled, now);
                 }
@@ -534,6 +536,11 @@ impl Engine {
             checks.send_due(&sched, &probed.sources);
             while let Some(n) = sched.poll_notice() {
                 tracing::debug!(?n, "scheduler");
+                if let Notice::Stalled { fetch } = n {
+                    if let Some(r) = running.get(&fetch) {
+                        checks.on_stalled(r.source);
+                    }
+                }
                 if let Some(ev) = &events {
                     let _ = ev.send(EngineEvent::Notice(n));
                 }

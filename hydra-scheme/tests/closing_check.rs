@@ -35,6 +35,8 @@ enum When {
     /// Checks asked before the last byte was sent fail (the server refuses another
     /// session); the object never changes.
     EarlyChecksRefused,
+    /// Checks asked before the last byte was sent never answer; the object never changes.
+    EarlyChecksHang,
 }
 
 struct Paced {
@@ -110,6 +112,12 @@ impl Scheme for Paced {
                 ErrorKind::Refused { retry_after: None },
             ));
         }
+        if !first
+            && matches!(self.when, When::EarlyChecksHang)
+            && !self.all_sent.load(Ordering::SeqCst)
+        {
+            std::future::pending::<()>().await;
+        }
         let v = self.version();
         if !self.all_sent.load(Ordering::SeqCst) {
             self.probes_before_last_byte.fetch_add(1, Ordering::SeqCst);
@@ -157,11 +165,20 @@ impl Scheme for Paced {
 }
 
 async fn transfer(scheme: Arc<Paced>) -> (Result<(), EngineError>, Arc<MemorySink>) {
+    transfer_with(scheme, EngineOptions::default().probe_timeout).await
+}
+
+/// A transfer whose checks each wait at most `limit`.
+async fn transfer_with(
+    scheme: Arc<Paced>,
+    limit: Duration,
+) -> (Result<(), EngineError>, Arc<MemorySink>) {
     let engine = Engine::new(EngineOptions {
         config: Config {
             concurrency: Concurrency::Fixed(1),
             ..Config::default()
         },
+        probe_timeout: limit,
         ..EngineOptions::default()
     });
     let input = SourceInput {
@@ -219,4 +236,15 @@ async fn a_source_whose_early_checks_fail_is_asked_again_after_its_last_byte() {
     // The probe and at least one early check, refused.
     assert!(s.asked_before_last_byte.load(Ordering::SeqCst) >= 2);
     assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_source_whose_early_check_timed_out_is_not_waited_on_twice() {
+    let s = Paced::new(When::EarlyChecksHang);
+    let (out, sink) = transfer_with(s.clone(), Duration::from_millis(400)).await;
+    // The check that cannot be answered is logged, not failed, and not repeated.
+    out.expect("the object never changed");
+    assert!(sink.contents().iter().all(|&b| b == 1));
+    assert!(s.asked_before_last_byte.load(Ordering::SeqCst) >= 2);
+    assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 0);
 }

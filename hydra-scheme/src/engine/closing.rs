@@ -19,8 +19,10 @@
 //!   still in flight, or is asked then.
 //! * Any check that sees a changed object fails the transfer, whether or not it stands.
 //!
-//! A source that is dead or whose last fetch failed is not checked (its bytes passed every
-//! per-range check, and it may be hung); a check that cannot be answered is logged, not failed.
+//! A source that is dead, whose last fetch failed, or that went silent for the stall timeout
+//! without delivering since, is not checked (its bytes passed every per-range check, and it
+//! may be hung); a check that cannot be answered is logged, not failed. An early check answered
+//! with an error is followed by one at the end; one that timed out is not.
 
 use std::time::{Duration, Instant};
 
@@ -43,6 +45,8 @@ type Answer = (Instant, Option<Result<Probe, SchemeError>>);
 pub(super) struct ClosingChecks {
     /// Per source: when the engine saw its last byte.
     last_byte: Vec<Option<Instant>>,
+    /// Per source: a fetch of it went silent for the stall timeout and no byte came after.
+    stalled: Vec<bool>,
     /// Per source: the checks sent, in order.
     sent: Vec<Vec<JoinHandle<Answer>>>,
     /// Deadline of one check.
@@ -53,6 +57,7 @@ impl ClosingChecks {
     pub(super) fn new(sources: usize, limit: Duration) -> Self {
         ClosingChecks {
             last_byte: vec![None; sources],
+            stalled: vec![false; sources],
             sent: (0..sources).map(|_| Vec::new()).collect(),
             limit,
         }
@@ -61,6 +66,23 @@ impl ClosingChecks {
     /// Records that a byte of `source` reached the engine now.
     pub(super) fn on_bytes(&mut self, source: usize) {
         self.last_byte[source] = Some(Instant::now());
+        self.stalled[source] = false;
+    }
+
+    /// Records that a fetch of `source` was reclaimed after the stall timeout: the source may
+    /// be hung, so it is not checked unless it delivers again.
+    pub(super) fn on_stalled(&mut self, source: usize) {
+        self.stalled[source] = true;
+    }
+
+    /// Whether `source` is checked: it contributed bytes, is not dead, its last fetch did not
+    /// fail, and it did not go silent since its last byte.
+    fn wanted(&self, sched: &Scheduler, source: usize) -> bool {
+        let id = SourceId(source as u16);
+        sched.source_bytes(id) > 0
+            && !sched.is_dead(id)
+            && sched.consecutive_failures(id) == 0
+            && !self.stalled[source]
     }
 
     /// Sends the early checks that are due (see the module docs).
@@ -78,7 +100,7 @@ impl ClosingChecks {
         }
         for (i, s) in sources.iter().enumerate() {
             let k = self.sent[i].len();
-            if k >= EARLY.len() || !wanted(sched, i) {
+            if k >= EARLY.len() || !self.wanted(sched, i) {
                 continue;
             }
             let cost = sched
@@ -102,7 +124,7 @@ impl ClosingChecks {
         let mut pending: Vec<(usize, Vec<JoinHandle<Answer>>, bool)> = Vec::new();
         for (i, s) in sources.iter().enumerate() {
             let sent = std::mem::take(&mut self.sent[i]);
-            if !wanted(sched, i) {
+            if !self.wanted(sched, i) {
                 sent.iter().for_each(JoinHandle::abort);
                 continue;
             }
@@ -142,17 +164,20 @@ impl ClosingChecks {
         }
         for (i, mut handles, mut asked_now) in pending {
             let s = &sources[i];
-            // The first good answer stands. When every early check failed to answer, the
-            // source is asked once more now.
+            // The first good answer stands. When every early check was answered with an
+            // error, the source is asked once more now; one that timed out is not waited on
+            // twice.
+            let mut timed_out = false;
             let answer = loop {
                 let (first, _, rest) = futures_util::future::select_all(handles).await;
                 handles = rest;
                 let answer = first.ok().and_then(|(_, a)| a);
+                timed_out |= answer.is_none();
                 if matches!(answer, Some(Ok(_))) {
                     break answer;
                 }
                 if handles.is_empty() {
-                    if asked_now {
+                    if asked_now || timed_out {
                         break answer;
                     }
                     asked_now = true;
@@ -197,11 +222,4 @@ impl Drop for ClosingChecks {
     fn drop(&mut self) {
         self.sent.iter().flatten().for_each(JoinHandle::abort);
     }
-}
-
-/// Whether `source` is checked: it contributed bytes, is not dead, and its last fetch did not
-/// fail.
-fn wanted(sched: &Scheduler, source: usize) -> bool {
-    let id = SourceId(source as u16);
-    sched.source_bytes(id) > 0 && !sched.is_dead(id) && sched.consecutive_failures(id) == 0
 }
