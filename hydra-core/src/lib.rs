@@ -50,10 +50,11 @@
 //!
 //! - **Maximal ranges**: connections that open together split the unassigned bytes in
 //!   proportion to their expected rates (the source's prior before anything is measured); a
-//!   connection that opens alone takes the largest unassigned range whole — unless, with
-//!   other fetches delivering, that would make it finish after them: then it takes what it can
-//!   do by the time they are done (at least its share by rate), and the rest waits for the
-//!   faster ones, which are free soon. Assignment is work-conserving. Fetches that share
+//!   connection that opens alone takes the largest unassigned range whole. With other fetches
+//!   delivering, a connection takes no more than it can do by the time they are done (at
+//!   least its share by rate, theirs counted), and nothing when that is under a minimum piece
+//!   and it cannot finish everything unassigned by then: the rest waits for the faster ones,
+//!   which are free soon. Assignment is otherwise work-conserving. Fetches that share
 //!   one bottleneck (the search measured their source as not additive) are projected as a
 //!   group: they end when their bytes are done at the aggregate rate.
 //! - **Repair on divergence**, not idleness, at most once per rate window: the victim is the
