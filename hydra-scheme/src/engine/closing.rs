@@ -15,8 +15,8 @@
 //!   last byte. The server answered it after sending every byte that arrived before the answer
 //!   did (one path, answers not reordered behind later bytes), so every byte from that source
 //!   was read before the look. A check still in flight when the transfer ends will stand.
-//! * At the end, a source with no standing answer takes the first answer of its early checks
-//!   still in flight, or is asked then.
+//! * At the end, a source with no standing answer takes the first good answer of its early
+//!   checks still in flight, or is asked then.
 //! * Any check that sees a changed object fails the transfer, whether or not it stands.
 //!
 //! A source that is dead, whose last fetch failed, or that went silent for the stall timeout
