@@ -248,3 +248,14 @@ async fn a_source_whose_early_check_timed_out_is_not_waited_on_twice() {
     assert!(s.asked_before_last_byte.load(Ordering::SeqCst) >= 2);
     assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 0);
 }
+
+#[tokio::test]
+async fn a_source_whose_early_checks_timed_out_before_the_end_is_not_asked_again() {
+    // Each early check gives up 100 ms after it is sent, well before the last byte.
+    let s = Paced::new(When::EarlyChecksHang);
+    let (out, sink) = transfer_with(s.clone(), Duration::from_millis(100)).await;
+    out.expect("the object never changed");
+    assert!(sink.contents().iter().all(|&b| b == 1));
+    assert!(s.asked_before_last_byte.load(Ordering::SeqCst) >= 2);
+    assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 0);
+}

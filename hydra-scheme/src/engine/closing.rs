@@ -128,7 +128,7 @@ impl ClosingChecks {
                 sent.iter().for_each(JoinHandle::abort);
                 continue;
             }
-            let mut stands = false;
+            let (mut stands, mut timed_out) = (false, false);
             let mut in_flight = Vec::new();
             for h in sent {
                 if !h.is_finished() {
@@ -136,14 +136,13 @@ impl ClosingChecks {
                     continue;
                 }
                 let Ok((at, answer)) = h.await else { continue };
-                if let Some(Ok(p)) = answer {
-                    if let Some(why) = changed(&s.probe, &p) {
-                        return Err(EngineError::ObjectChanged(
-                            s.input.endpoint.to_string(),
-                            why,
-                        ));
+                match answer {
+                    Some(Ok(p)) => {
+                        unchanged(s, &p)?;
+                        stands |= self.last_byte[i].is_none_or(|b| at >= b);
                     }
-                    stands |= self.last_byte[i].is_none_or(|b| at >= b);
+                    Some(Err(_)) => {}
+                    None => timed_out = true,
                 }
             }
             tracing::debug!(
@@ -154,19 +153,21 @@ impl ClosingChecks {
             );
             if stands {
                 in_flight.iter().for_each(JoinHandle::abort);
-            } else if in_flight.is_empty() {
-                pending.push((i, vec![self.spawn(s)], true));
-            } else {
+            } else if !in_flight.is_empty() {
                 // Early checks still in flight are answered after the last byte: the first
                 // answer stands.
-                pending.push((i, in_flight, false));
+                pending.push((i, in_flight, timed_out));
+            } else if timed_out {
+                tracing::warn!(source = %s.input.endpoint, "re-checking the object at the end timed out");
+            } else {
+                pending.push((i, vec![self.spawn(s)], true));
             }
         }
         for (i, mut handles, mut asked_now) in pending {
             let s = &sources[i];
             // The first good answer stands. When every early check was answered with an
             // error, the source is asked once more now; one that timed out is not waited on
-            // twice.
+            // twice (`asked_now` starts true for a source whose early check timed out).
             let mut timed_out = false;
             let answer = loop {
                 let (first, _, rest) = futures_util::future::select_all(handles).await;
@@ -186,14 +187,7 @@ impl ClosingChecks {
             };
             handles.iter().for_each(JoinHandle::abort);
             match answer {
-                Some(Ok(p)) => {
-                    if let Some(why) = changed(&s.probe, &p) {
-                        return Err(EngineError::ObjectChanged(
-                            s.input.endpoint.to_string(),
-                            why,
-                        ));
-                    }
-                }
+                Some(Ok(p)) => unchanged(s, &p)?,
                 Some(Err(e)) => {
                     tracing::warn!(source = %s.input.endpoint, error = %e, "cannot re-check the object at the end")
                 }
@@ -215,6 +209,17 @@ impl ClosingChecks {
                 .ok();
             (Instant::now(), again)
         })
+    }
+}
+
+/// `ObjectChanged` when `now` describes another object than the source's probe did.
+fn unchanged(s: &ProbedSource, now: &Probe) -> Result<(), EngineError> {
+    match changed(&s.probe, now) {
+        Some(why) => Err(EngineError::ObjectChanged(
+            s.input.endpoint.to_string(),
+            why,
+        )),
+        None => Ok(()),
     }
 }
 
