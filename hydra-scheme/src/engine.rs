@@ -10,7 +10,10 @@
 //!    (adjusted by what the probe saw: a source that ignores ranges is driven as one stream
 //!    from byte 0) and its measured setup cost, then loops: observations in → `tick(now)` →
 //!    `Request` spawns a fetch, `Shrink` lowers its [`RangeBound`], `Cancel` cancels it (and
-//!    aborts the task if it has not stopped within [`EngineOptions::cancel_grace`]).
+//!    aborts the task if it has not stopped within [`EngineOptions::cancel_grace`]). Once the
+//!    scheduler holds every byte, every bound is cancelled and the loop ends at once: fetches
+//!    still winding down (a stop that waits for a hung server's reply) cannot write another
+//!    byte, so they wind down during the closing checks and are aborted after them.
 //!
 //! The engine never reports success unless the scheduler holds every byte, the sink's written
 //! set equals `[0, S)` with no byte written twice, and the sink's `finish` (fsync) succeeded.
@@ -552,15 +555,17 @@ impl Engine {
                 }
             }
             match sched.outcome() {
-                Some(Outcome::Complete) if running.is_empty() => break,
                 Some(Outcome::Complete) => {
-                    // Every byte is held; the remaining tasks are stopping at their bounds.
-                    for r in running.values_mut() {
-                        if r.cancelled_at.is_none() {
-                            r.bound.cancel();
-                            r.cancelled_at = Some(Instant::now());
-                        }
+                    // Every byte is held, so no fetch can write another once its bound is
+                    // cancelled (a claim made before the cancel is below the far end the
+                    // scheduler was told, and so already written and counted). The transfer
+                    // does not wait for the tasks to wind down: a fetch stopping on a hung
+                    // server may wait out its own timeouts. They wind down while the closing
+                    // checks run; whatever is left then is aborted.
+                    for r in running.values() {
+                        r.bound.cancel();
                     }
+                    break;
                 }
                 Some(Outcome::Failed(_)) => {
                     abort_all(&mut running);
@@ -594,7 +599,9 @@ impl Engine {
         }
         // Every source that contributed bytes must still describe the object its probe saw
         // (see `closing`).
-        checks.finish(&sched, &probed.sources).await?;
+        let closing = checks.finish(&sched, &probed.sources).await;
+        abort_all(&mut running);
+        closing?;
         sink.finish().map_err(EngineError::Sink)?;
         let written = sink.written();
         let overlap = sink.overlap_bytes();
