@@ -196,17 +196,24 @@ impl CollapseDetector {
         } else {
             1.0
         };
-        self.grade = if self.cusum_down >= c.h || (ratio < 0.3 && self.cusum_down >= 1.0) {
+        let graded = if self.cusum_down >= c.h || (ratio < 0.3 && self.cusum_down >= 1.0) {
             Grade::Degraded
         } else if ratio < 0.5 && self.cusum_down >= 0.5 {
             Grade::Suspect
         } else {
             Grade::Healthy
         };
+        // An empty window is more of the silence that raised the grade, not a re-grade: a
+        // silent connection stays `Stalled` (or `Dead`) rather than flapping through
+        // `Degraded` every window until a byte arrives.
+        if !(r == 0.0 && self.grade >= Grade::Stalled) {
+            self.grade = graded;
+        }
         self.grade
     }
 
-    /// Raises the grade to `Stalled` or `Dead` on clock-fed silence; a later sample re-grades.
+    /// Raises the grade to `Stalled` or `Dead` on clock-fed silence; the next sample with bytes
+    /// re-grades.
     pub fn silence(&mut self, grade: Grade) {
         if grade > self.grade {
             self.grade = grade;
@@ -390,5 +397,21 @@ mod tests {
             }
         }
         assert!(healthy);
+    }
+
+    #[test]
+    fn a_silent_connection_stays_stalled_until_a_byte_arrives() {
+        let mut d = det();
+        for _ in 0..20 {
+            d.sample(1_000_000.0);
+        }
+        d.silence(Grade::Stalled);
+        for _ in 0..10 {
+            assert_eq!(d.sample(0.0), Grade::Stalled);
+        }
+        d.silence(Grade::Dead);
+        assert_eq!(d.sample(0.0), Grade::Dead);
+        // Bytes re-grade it: a drop to 40 % after the silence is a collapse, not a stall.
+        assert!(d.sample(400_000.0) < Grade::Stalled);
     }
 }
