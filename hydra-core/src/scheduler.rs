@@ -1160,24 +1160,81 @@ impl Scheduler {
         pieces.clear();
         pieces.extend(self.unassigned.iter());
         let total: u64 = pieces.iter().map(|p| p.len()).sum();
-        let wsum: f64 = fill.iter().map(|f| f.2).sum();
         let min_piece = self.cfg.min_piece.max(1);
-        let single = fill.len() == 1;
-        // With other fetches delivering, a slot takes no more than it can do by the time they
-        // are done — at least its share by rate of everything unassigned, theirs counted — and
-        // nothing when that is less than a minimum piece and it cannot finish everything
-        // unassigned by then: the rest waits for them, which are free soon. A slow slot freed
-        // first would otherwise hold work the faster ones finish sooner (a dead mirror's whole
-        // tail, or a crumb that then ends the transfer).
-        let others = self.aggregate_rate();
+        // With other fetches delivering, a slot takes no more than it can do by the fluid end:
+        // when every byte in flight or unassigned would be done if every connection, these
+        // slots included, worked at its rate to the end. A slot whose take would be less than a
+        // minimum piece, and that cannot finish everything unassigned by then, takes nothing
+        // and is not counted: the rest waits for the others, which are free sooner. A slow
+        // slot freed first would otherwise hold work the faster ones finish sooner (a dead
+        // mirror's whole tail, or a crumb that then ends the transfer). The fluid end, not the
+        // latest projected finish: a fetch projected to end late is itself repaired, and a
+        // horizon it set let a collapsed mirror's slot take 154 KB (1.8 s at its rate) that
+        // the others would have done in 0.4 s.
+        //
+        // Each fetch in flight counts at the rate its projected finish implies (a stalled one
+        // adds work but no rate); one not yet measured, at its source's rate. Every connection,
+        // these slots included, pays one setup for its next request, counted as the work its
+        // rate could have done meanwhile: without it a fast slot left a slow one the last
+        // piece, which its setup then made the last to finish.
         let t = now.as_secs_f64();
-        let horizon = (0..self.slots.len())
-            .filter(|&i| self.slots[i].fetch.as_ref().is_some_and(|f| !f.cancelled))
-            .map(|i| self.finish_time(i, now) - t)
-            .fold(f64::NAN, f64::max);
-        let cap = |w: f64, wsum: f64| -> Option<f64> {
-            (w.is_finite() && w > 0.0 && others > 0.0 && horizon.is_finite())
-                .then(|| ((total as f64) * w / (wsum + others)).max(w * horizon))
+        let (mut work, mut others) = (total as f64, 0.0);
+        for i in 0..self.slots.len() {
+            let Some(f) = self.slots[i].fetch.as_ref().filter(|f| !f.cancelled) else {
+                continue;
+            };
+            let src = self.slots[i].source.0 as usize;
+            let left = f.left() as f64;
+            work += left;
+            let to_go = self.finish_time(i, now) - t;
+            let r = if to_go.is_nan() {
+                self.conn_rate(src)
+            } else if to_go.is_finite() && to_go > 0.0 {
+                left / to_go
+            } else {
+                0.0
+            };
+            let d = self.sources[src].delta_for(true);
+            if r.is_finite() && r > 0.0 {
+                others += r;
+                if d.is_finite() {
+                    work += r * d;
+                }
+            }
+        }
+        let horizon_of = |fill: &[(usize, usize, f64)]| {
+            let (mut w_work, mut wsum) = (work, others);
+            for &(src, slot, w) in fill {
+                let reusable = self.slots.get(slot).is_some_and(|s| s.reusable);
+                let d = self.sources[src].delta_for(reusable);
+                wsum += w;
+                if d.is_finite() {
+                    w_work += w * d;
+                }
+            }
+            w_work / wsum
+        };
+        if others > 0.0 {
+            // Dropping a slot lengthens the horizon of the rest: repeat until none drops.
+            for _ in 0..fill.len() {
+                let h = horizon_of(&fill);
+                let before = fill.len();
+                fill.retain(|&(_, _, w)| !(w * h < min_piece as f64 && gt(total as f64 / w, h)));
+                if fill.len() == before || fill.is_empty() {
+                    break;
+                }
+            }
+        }
+        if fill.is_empty() {
+            self.scratch_pieces = pieces;
+            self.scratch_fill = fill;
+            return;
+        }
+        let wsum: f64 = fill.iter().map(|f| f.2).sum();
+        let single = fill.len() == 1;
+        let horizon = horizon_of(&fill);
+        let cap = |w: f64| -> Option<f64> {
+            (w.is_finite() && w > 0.0 && others > 0.0 && horizon.is_finite()).then_some(w * horizon)
         };
         let (mut p, mut cur) = (0, pieces[0].lo);
         for (k, &(src, slot, w)) in fill.iter().enumerate() {
@@ -1188,10 +1245,7 @@ impl Scheduler {
             if !self.sources[src].spec.caps.ranged && cur != 0 && !fallback {
                 continue;
             }
-            let cap = cap(w, if single { w } else { wsum });
-            if cap.is_some_and(|c| c < min_piece as f64 && gt(total as f64 / w, horizon)) {
-                continue;
-            }
+            let cap = cap(w);
             let range = if single && self.sources[src].spec.caps.ranged {
                 // One slot alone takes the largest range whole (a maximal range), unless that
                 // would make it finish after the fetches delivering: then it takes its cap.
@@ -1550,7 +1604,9 @@ impl Scheduler {
         }
     }
 
-    /// The live, uncancelled fetch projected to finish last (excluding slot `except`).
+    /// The live, uncancelled fetch with bytes left that is projected to finish last (excluding
+    /// slot `except`). However few its bytes: 100 KB on a mirror collapsed to 0.05 MB/s is two
+    /// seconds, and moving them whole to an idle connection is a repair like any other.
     fn latest_finisher(&self, now: Duration, except: Option<usize>) -> Option<(usize, f64)> {
         let mut best: Option<(usize, f64)> = None;
         for i in 0..self.slots.len() {
@@ -1560,7 +1616,7 @@ impl Scheduler {
             let Some(f) = &self.slots[i].fetch else {
                 continue;
             };
-            if f.cancelled || f.left() < 2 * self.cfg.min_piece {
+            if f.cancelled || f.left() == 0 {
                 continue;
             }
             let t = self.finish_time(i, now);
@@ -1575,8 +1631,9 @@ impl Scheduler {
     }
 
     /// Where to cut the fetch on `slot` to move about `x` bytes off its tail; `None` when the
-    /// move would be smaller than the minimum piece. The cut may be at the fetch's position
-    /// (everything moves): the driver's clamp keeps bytes it already claimed.
+    /// move would split off less than the minimum piece. The cut is at the fetch's position
+    /// (everything moves) when less than a piece would stay: the driver's clamp keeps bytes it
+    /// already claimed.
     fn cut_point(&self, slot: usize, x: f64) -> Option<u64> {
         let f = self.slots[slot].fetch.as_ref()?;
         if !(x.is_finite() && x > 0.0) {
@@ -1584,12 +1641,16 @@ impl Scheduler {
         }
         let min_piece = self.cfg.min_piece.max(1);
         let x = (x as u64).min(f.left());
-        if x < min_piece {
+        if x == 0 {
             return None;
         }
         if f.left() - x < min_piece {
-            // Leave no crumb: a piece this small is not worth a connection of its own.
+            // Leave no crumb: a piece this small is not worth a connection of its own. A fetch
+            // with less than a piece left moves whole or not at all.
             return Some(f.pos);
+        }
+        if x < min_piece {
+            return None;
         }
         Some(f.hi - x)
     }
@@ -1599,6 +1660,7 @@ impl Scheduler {
     fn repair(&mut self, now: Duration) {
         let policy = self.cfg.repair;
         let t = now.as_secs_f64();
+        let min_piece = self.cfg.min_piece.max(1) as f64;
         let Some((vi, f_v)) = self.latest_finisher(now, None) else {
             return;
         };
@@ -1651,6 +1713,8 @@ impl Scheduler {
             let x = equalise(left_g, r_g, tk.eta, tk.delta, tk.rate).min(left_v);
             let x = match tk.kind {
                 TakerKind::Restart => left_v,
+                // As `cut_point` will cut: less than a piece does not stay behind.
+                _ if x > 0.0 && left_v - x < min_piece => left_v,
                 _ => x,
             };
             if !(x.is_finite() && x > 0.0) {
