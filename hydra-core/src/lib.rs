@@ -51,14 +51,16 @@
 //! - **Maximal ranges**: connections that open together split the unassigned bytes in
 //!   proportion to their expected rates (the source's prior before anything is measured); a
 //!   connection that opens alone takes the largest unassigned range whole. With other fetches
-//!   delivering, a connection takes no more than it can do by the time they are done (at
-//!   least its share by rate, theirs counted), and nothing when that is under a minimum piece
-//!   and it cannot finish everything unassigned by then: the rest waits for the faster ones,
-//!   which are free soon. Assignment is otherwise work-conserving. Fetches that share
+//!   delivering, a connection takes no more than it can do by the fluid end (when everything
+//!   in flight and unassigned would be done with every connection working at its rate, each
+//!   paying one setup), and nothing when that is under a minimum piece and it cannot finish
+//!   everything unassigned by then: the rest waits for the faster ones, which are free
+//!   sooner. Assignment is otherwise work-conserving. Fetches that share
 //!   one bottleneck (the search measured their source as not additive) are projected as a
 //!   group: they end when their bytes are done at the aggregate rate.
 //! - **Repair on divergence**, not idleness, at most once per rate window: the victim is the
-//!   fetch projected to finish last; the taker is whichever of an idle slot, a busy fetch (which
+//!   fetch projected to finish last, however little it has left (under a minimum piece
+//!   never stays behind: a small remainder moves whole); the taker is whichever of an idle slot, a busy fetch (which
 //!   takes the work when it finishes) or — for a collapsing victim whose siblings are healthy —
 //!   the victim restarted on a new connection, minimises the projected makespan. The moved
 //!   amount `x` equalises the two finishes: `(left − x)/r_v = eta + δ + x/r_t`. It executes only
