@@ -203,23 +203,10 @@ pub fn known_failures() -> Vec<KnownFailure> {
         ),
         k(
             "sftp",
-            "liveness_one_source_hangs",
-            "intermittent liveness on a loaded machine: 3.91 s without progress against W = \
-             3.22 s when a source hangs (debug build, a full CI build running alongside)",
-        ),
-        k(
-            "sftp",
             "preempt_cost",
             "intermittent: the cost is the drain of the reads already in flight, which depends \
              on how far the adaptive window had grown; medians of 0.63 and 0.98 RTT were seen \
              in two runs, against the 0.8 declared",
-        ),
-        k(
-            "ftp",
-            "liveness_one_source_hangs",
-            "intermittent: 3.83 s without progress against W = 3.06 s in 1 of 10 runs \
-             (2026-11-30, release build, the full suite just after a CI build); the other 9 \
-             had a 2.0 s gap, the stall timeout. Where the extra 1.8 s goes is not traced yet",
         ),
     ]
 }
