@@ -452,31 +452,36 @@ fn a_level_is_not_judged_while_its_connections_are_still_ramping() {
     assert!(r.trials[0][0] >= Duration::from_millis(1_500), "{r:?}");
 }
 
-#[test]
-fn a_collapsed_mirror_is_not_handed_work_the_faster_mirrors_finish_sooner() {
-    // The peers bench's collapse path: three saturated mirrors of 6, 3 and 1 MB/s; the 3 MB/s
-    // one falls to 5 % at 1.3 s. When the 1 MB/s mirror and the collapsed one came free
-    // together, the collapsed one took its share by rate of what was left (380 KB at 0.11 MB/s,
-    // 3.4 s) while the 6 MB/s mirror, about to finish, was not counted: 6.82 s, 1.08x.
+/// The peers bench's collapse path: three saturated mirrors of 6, 3 and 1 MB/s, the 3 MB/s
+/// one falling to 5 % at `at`. Returns the run and its ratio to the oracle: 10 MB/s from the
+/// first round trip and setup (0.08 s) to the collapse, then 7.15 MB/s.
+fn collapse_at(at: Duration) -> (Run, f64) {
     let mk = |cap: f64, rtt_ms: u64| Link {
         rtt: Duration::from_millis(rtt_ms),
         ..link(cap, cap)
     };
-    let collapse = Duration::from_millis(1_300);
     let mut m1 = mk(3.0, 60);
-    m1.collapse = Some((collapse, 0.05));
+    m1.collapse = Some((at, 0.05));
     let r = run(
         48_000_000,
         &[mk(6.0, 40), m1, mk(1.0, 80)],
         per_host(4),
         None,
     );
-    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
-    // The oracle: 10 MB/s from the first round trip and setup (0.08 s) to the collapse, then
-    // 7.15 MB/s.
-    let before = (collapse.as_secs_f64() - 0.08) * 10.0;
-    let oracle = collapse.as_secs_f64() + (48.0 - before) / 7.15;
+    let before = (at.as_secs_f64() - 0.08) * 10.0;
+    let oracle = at.as_secs_f64() + (48.0 - before) / 7.15;
     let ratio = r.end.as_secs_f64() / oracle;
+    (r, ratio)
+}
+
+#[test]
+fn a_collapsed_mirror_is_not_handed_work_the_faster_mirrors_finish_sooner() {
+    // The 3 MB/s mirror collapses at 1.3 s. When the 1 MB/s mirror and the collapsed one came
+    // free together, the collapsed one took its share by rate of what was left (380 KB at
+    // 0.11 MB/s, 3.4 s) while the 6 MB/s mirror, about to finish, was not counted: 6.82 s,
+    // 1.08x.
+    let (r, ratio) = collapse_at(Duration::from_millis(1_300));
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
     assert!(ratio < 1.04, "{ratio:.3}: {r:?}");
 }
 
@@ -487,31 +492,17 @@ fn a_mirror_collapsing_at_any_moment_costs_at_most_a_few_percent_over_the_oracle
     // cost 1.12-1.13x: a fetch projected to end late (and about to be repaired) set that
     // horizon, so the collapsed mirror's slot, or the 1 MB/s one's, took a last piece the
     // 6 MB/s mirror would have finished in a fraction of the time.
-    let mk = |cap: f64, rtt_ms: u64| Link {
-        rtt: Duration::from_millis(rtt_ms),
-        ..link(cap, cap)
-    };
     let mut worst = (0.0, Duration::ZERO);
     for ms in (1_000..=4_400).step_by(200) {
-        let collapse = Duration::from_millis(ms);
-        let mut m1 = mk(3.0, 60);
-        m1.collapse = Some((collapse, 0.05));
-        let r = run(
-            48_000_000,
-            &[mk(6.0, 40), m1, mk(1.0, 80)],
-            per_host(4),
-            None,
-        );
+        let at = Duration::from_millis(ms);
+        let (r, ratio) = collapse_at(at);
         assert_eq!(
             r.outcome,
             Some(Outcome::Complete),
             "collapse at {ms} ms: {r:?}"
         );
-        let before = (collapse.as_secs_f64() - 0.08) * 10.0;
-        let oracle = collapse.as_secs_f64() + (48.0 - before) / 7.15;
-        let ratio = r.end.as_secs_f64() / oracle;
         if ratio > worst.0 {
-            worst = (ratio, collapse);
+            worst = (ratio, at);
         }
     }
     assert!(
