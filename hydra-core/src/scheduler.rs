@@ -1248,7 +1248,7 @@ impl Scheduler {
             let cap = cap(w);
             let range = if single && self.sources[src].spec.caps.ranged {
                 // One slot alone takes the largest range whole (a maximal range), unless that
-                // would make it finish after the fetches delivering: then it takes its cap.
+                // would make it finish after the fluid end: then it takes its cap.
                 let largest = self.unassigned.largest().expect("not empty");
                 let take = match cap {
                     Some(c) if gt(largest.len() as f64 / w, horizon) => {

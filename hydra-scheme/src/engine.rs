@@ -11,9 +11,11 @@
 //!    from byte 0) and its measured setup cost, then loops: observations in → `tick(now)` →
 //!    `Request` spawns a fetch, `Shrink` lowers its [`RangeBound`], `Cancel` cancels it (and
 //!    aborts the task if it has not stopped within [`EngineOptions::cancel_grace`]). Once the
-//!    scheduler holds every byte, every bound is cancelled and the loop ends at once: fetches
-//!    still winding down (a stop that waits for a hung server's reply) cannot write another
-//!    byte, so they wind down during the closing checks and are aborted after them.
+//!    scheduler holds every byte, every bound is cancelled and the loop waits only for fetches
+//!    that delivered their whole range (they hand back sessions the closing checks reuse);
+//!    fetches whose range was lowered or cancelled (one may be stopping on a hung server)
+//!    cannot write another byte, so they wind down during the closing checks and are aborted
+//!    after them.
 //!
 //! The engine never reports success unless the scheduler holds every byte, the sink's written
 //! set equals `[0, S)` with no byte written twice, and the sink's `finish` (fsync) succeeded.
@@ -257,6 +259,9 @@ struct Running {
     bound: Arc<RangeBound>,
     task: JoinHandle<()>,
     cancelled_at: Option<Instant>,
+    /// Delivered its whole range and is handing its session back after the transfer ended:
+    /// the engine waits for it (within `cancel_grace`) before the closing checks.
+    ending: bool,
 }
 
 /// The engine. Cheap to create; holds only options.
@@ -518,6 +523,7 @@ impl Engine {
                                 bound,
                                 task,
                                 cancelled_at: None,
+                                ending: false,
                             },
                         );
                     }
@@ -558,14 +564,22 @@ impl Engine {
                 Some(Outcome::Complete) => {
                     // Every byte is held, so no fetch can write another once its bound is
                     // cancelled (a claim made before the cancel is below the far end the
-                    // scheduler was told, and so already written and counted). The transfer
-                    // does not wait for the tasks to wind down: a fetch stopping on a hung
-                    // server may wait out its own timeouts. They wind down while the closing
-                    // checks run; whatever is left then is aborted.
-                    for r in running.values() {
+                    // scheduler was told, and so already written and counted). A fetch whose
+                    // range was never lowered has delivered all of it and is handing its
+                    // session back, which the closing checks may reuse: it is waited for,
+                    // within `cancel_grace`. One whose range was lowered or cancelled is not:
+                    // stopping on a hung server, it may wait out its own timeouts. Those wind
+                    // down while the closing checks run; whatever is left then is aborted.
+                    for r in running.values_mut() {
+                        if r.cancelled_at.is_none() && !r.bound.is_lowered() {
+                            r.ending = true;
+                            r.cancelled_at = Some(Instant::now());
+                        }
                         r.bound.cancel();
                     }
-                    break;
+                    if !running.values().any(|r| r.ending) {
+                        break;
+                    }
                 }
                 Some(Outcome::Failed(_)) => {
                     abort_all(&mut running);
