@@ -195,6 +195,20 @@ async fn transfer_with(
     (out.map(|_| ()), sink)
 }
 
+/// The transfer succeeded with every byte the unchanged version; the probe and at least one
+/// early check were asked before the last byte, and `after` checks after it.
+fn assert_unchanged_and_asked(
+    s: &Paced,
+    out: Result<(), EngineError>,
+    sink: &MemorySink,
+    after: usize,
+) {
+    out.expect("the object never changed");
+    assert!(sink.contents().iter().all(|&b| b == 1));
+    assert!(s.asked_before_last_byte.load(Ordering::SeqCst) >= 2);
+    assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), after);
+}
+
 #[tokio::test]
 async fn an_early_check_answered_before_the_last_byte_does_not_stand_for_the_closing_one() {
     let s = Paced::new(When::RewrittenBeforeTheLastChunk);
@@ -231,11 +245,8 @@ async fn a_check_answered_after_the_last_byte_is_not_asked_again_at_the_end() {
 async fn a_source_whose_early_checks_fail_is_asked_again_after_its_last_byte() {
     let s = Paced::new(When::EarlyChecksRefused);
     let (out, sink) = transfer(s.clone()).await;
-    out.expect("the object never changed");
-    assert!(sink.contents().iter().all(|&b| b == 1));
-    // The probe and at least one early check, refused.
-    assert!(s.asked_before_last_byte.load(Ordering::SeqCst) >= 2);
-    assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 1);
+    // The probe and at least one early check, refused; then one after the last byte.
+    assert_unchanged_and_asked(&s, out, &sink, 1);
 }
 
 #[tokio::test]
@@ -243,10 +254,7 @@ async fn a_source_whose_early_check_timed_out_is_not_waited_on_twice() {
     let s = Paced::new(When::EarlyChecksHang);
     let (out, sink) = transfer_with(s.clone(), Duration::from_millis(400)).await;
     // The check that cannot be answered is logged, not failed, and not repeated.
-    out.expect("the object never changed");
-    assert!(sink.contents().iter().all(|&b| b == 1));
-    assert!(s.asked_before_last_byte.load(Ordering::SeqCst) >= 2);
-    assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 0);
+    assert_unchanged_and_asked(&s, out, &sink, 0);
 }
 
 #[tokio::test]
@@ -254,8 +262,5 @@ async fn a_source_whose_early_checks_timed_out_before_the_end_is_not_asked_again
     // Each early check gives up 100 ms after it is sent, well before the last byte.
     let s = Paced::new(When::EarlyChecksHang);
     let (out, sink) = transfer_with(s.clone(), Duration::from_millis(100)).await;
-    out.expect("the object never changed");
-    assert!(sink.contents().iter().all(|&b| b == 1));
-    assert!(s.asked_before_last_byte.load(Ordering::SeqCst) >= 2);
-    assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 0);
+    assert_unchanged_and_asked(&s, out, &sink, 0);
 }
