@@ -86,6 +86,8 @@ pub struct Stats {
     pub repairs: u64,
     /// Splits made to give work to a connection admitted by the concurrency search.
     pub admissions: u64,
+    /// Splits made to give work to a source added after the start.
+    pub joins: u64,
     /// Repairs considered and refused by a guard.
     pub refused_repairs: u64,
     /// Fetches cancelled (stall, dead source, collapse restart).
@@ -198,9 +200,53 @@ struct Source {
     /// Fraction of a sibling connection's rate that is additive capacity (measured by the
     /// search); `None` when unmeasured.
     additivity: Option<f64>,
+    /// Added after the transfer started and not yet given its first work (see
+    /// [`Scheduler::add_source`]).
+    joining: bool,
 }
 
 impl Source {
+    fn new(spec: SourceSpec, cfg: &Config) -> Self {
+        let mut ceiling = cfg.per_host.max(1).min(cfg.total.max(1));
+        if let Some(m) = spec.caps.max_connections_per_host {
+            ceiling = ceiling.min(m.max(1));
+        }
+        if let Some(m) = spec.max_connections {
+            ceiling = ceiling.min(m.max(1));
+        }
+        if !spec.caps.ranged {
+            ceiling = 1;
+        }
+        let (level, search, limit) = match cfg.concurrency {
+            Concurrency::Fixed(n) => (n.clamp(1, ceiling), SearchState::Off, LimitReason::None),
+            Concurrency::Search { start } => {
+                let l = start.clamp(1, ceiling);
+                (
+                    l,
+                    SearchState::Settling,
+                    LimitReason::Measuring { level: l },
+                )
+            }
+        };
+        Source {
+            delta_hint: spec.setup.map_or(f64::NAN, |d| d.as_secs_f64()),
+            spec,
+            ceiling,
+            level,
+            delta_new: Estimate::unknown(),
+            delta_reused: Estimate::unknown(),
+            failures: 0,
+            backoff_until: Duration::ZERO,
+            dead: false,
+            bytes: 0,
+            search,
+            prev_level: None,
+            limit,
+            additivity: None,
+            joining: false,
+        }
+    }
+
     /// δ for a request on a new connection, in seconds (NaN when unknown).
     fn delta_new(&self) -> f64 {
         if self.delta_new.samples > 0 {
@@ -288,6 +334,8 @@ pub struct Scheduler {
     quiet_until: Duration,
     next_repair: Duration,
     window_closed: bool,
+    /// Sources that may still be added ([`Scheduler::expect_sources`]).
+    joining: usize,
     // Scratch space reused by every tick, so the steady state does not allocate.
     scratch_fill: Vec<(usize, usize, f64)>,
     scratch_pieces: Vec<ByteRange>,
@@ -306,47 +354,7 @@ impl Scheduler {
         let total = cfg.total.max(1);
         let sources: Vec<Source> = sources
             .into_iter()
-            .map(|spec| {
-                let mut ceiling = cfg.per_host.max(1).min(total);
-                if let Some(m) = spec.caps.max_connections_per_host {
-                    ceiling = ceiling.min(m.max(1));
-                }
-                if let Some(m) = spec.max_connections {
-                    ceiling = ceiling.min(m.max(1));
-                }
-                if !spec.caps.ranged {
-                    ceiling = 1;
-                }
-                let (level, search, limit) = match cfg.concurrency {
-                    Concurrency::Fixed(n) => {
-                        (n.clamp(1, ceiling), SearchState::Off, LimitReason::None)
-                    }
-                    Concurrency::Search { start } => {
-                        let l = start.clamp(1, ceiling);
-                        (
-                            l,
-                            SearchState::Settling,
-                            LimitReason::Measuring { level: l },
-                        )
-                    }
-                };
-                Source {
-                    delta_hint: spec.setup.map_or(f64::NAN, |d| d.as_secs_f64()),
-                    spec,
-                    ceiling,
-                    level,
-                    delta_new: Estimate::unknown(),
-                    delta_reused: Estimate::unknown(),
-                    failures: 0,
-                    backoff_until: Duration::ZERO,
-                    dead: false,
-                    bytes: 0,
-                    search,
-                    prev_level: None,
-                    limit,
-                    additivity: None,
-                }
-            })
+            .map(|spec| Source::new(spec, &cfg))
             .collect();
         let mut unassigned = RangeSet::with_capacity(64);
         unassigned.insert(ByteRange::new(0, size));
@@ -369,6 +377,7 @@ impl Scheduler {
             quiet_until: Duration::ZERO,
             next_repair: Duration::ZERO,
             window_closed: false,
+            joining: 0,
             scratch_fill: Vec::with_capacity(total + 1),
             scratch_pieces: Vec::with_capacity(64),
             sources,
@@ -388,6 +397,41 @@ impl Scheduler {
         if self.held.len_bytes() == self.size {
             self.outcome = Some(Outcome::Complete);
         }
+    }
+
+    /// Adds a source whose probe answered after the transfer started; returns its id (the
+    /// next index). Before the first [`Scheduler::tick`] it simply takes part in the first
+    /// split. Later, while nothing is unassigned (maximal ranges hold every byte), its first
+    /// fetch is split off the tail of the fetch projected to end last (with rates unknown,
+    /// the one with the most bytes left per unit of expected rate), in proportion to the two
+    /// expected rates, less the joiner's setup when both are measured.
+    ///
+    /// # Panics
+    /// If the scheduler already has `u16::MAX` sources: a caller bug.
+    pub fn add_source(&mut self, spec: SourceSpec) -> SourceId {
+        assert!(
+            self.sources.len() < usize::from(u16::MAX),
+            "too many sources"
+        );
+        let mut s = Source::new(spec, &self.cfg);
+        s.joining = self.started;
+        self.sources.push(s);
+        self.joining = self.joining.saturating_sub(1);
+        let id = SourceId((self.sources.len() - 1) as u16);
+        if let Some(Outcome::Failed(_)) = self.outcome {
+            // Unreachable while `expect_sources` covers the joiner; otherwise it rescues a
+            // transfer whose every source died.
+            self.outcome = None;
+        }
+        id
+    }
+
+    /// Says that up to `n` more sources may still be added with [`Scheduler::add_source`]
+    /// (their probes are outstanding). While any may, losing every source is not a failure:
+    /// the transfer waits for one to join. Each `add_source` counts one off; call with the
+    /// new count when a probe fails, and with 0 once none is outstanding.
+    pub fn expect_sources(&mut self, n: usize) {
+        self.joining = n;
     }
 
     // ---------------------------------------------------------------- inputs
@@ -576,6 +620,7 @@ impl Scheduler {
         self.reclaim_stalls(now);
         self.search(now);
         self.assign(now);
+        self.join(now);
         // Repair runs when a rate window closed, and at least once per window regardless: a
         // fetch that never delivers closes no window.
         if (self.window_closed || now >= self.next_repair) && now >= self.quiet_until {
@@ -1050,7 +1095,7 @@ impl Scheduler {
         if busy {
             return;
         }
-        if self.sources.iter().all(|s| s.dead) {
+        if self.joining == 0 && self.sources.iter().all(|s| s.dead) {
             self.outcome = Some(Outcome::Failed(FailReason::AllSourcesDead));
         }
     }
@@ -1066,19 +1111,7 @@ impl Scheduler {
         }
         let mut fill = std::mem::take(&mut self.scratch_fill);
         fill.clear();
-        let (mut mean_known, mut n_known) = (0.0, 0u32);
-        for src in 0..self.sources.len() {
-            let r = self.conn_rate(src);
-            if r.is_finite() && r > 0.0 {
-                mean_known += r;
-                n_known += 1;
-            }
-        }
-        let mean_known = if n_known > 0 {
-            mean_known / f64::from(n_known)
-        } else {
-            1.0
-        };
+        let (mean_known, _) = self.mean_conn_rate();
         // Sources without ranges stream from byte 0: they take part while the lowest unassigned
         // byte is 0, or when they have failed less lately than every available source with
         // ranges (the driver then discards the bytes below the range, as waste).
@@ -1097,12 +1130,7 @@ impl Scheduler {
             let open = self
                 .open_slots(src, now)
                 .min(self.cfg.total.saturating_sub(planned));
-            let r = self.conn_rate(src);
-            let w = if r.is_finite() && r > 0.0 {
-                r
-            } else {
-                self.sources[src].spec.prior.unwrap_or(1.0).max(1e-6) * mean_known
-            };
+            let w = self.expected_rate(src, mean_known);
             for _ in 0..open {
                 // An idle slot of this source not already planned, or a new one.
                 let idle = (0..self.slots.len()).find(|&i| {
@@ -1315,7 +1343,10 @@ impl Scheduler {
                             half: None,
                             opened: now,
                         };
-                    } else if self.unassigned.is_empty() && self.busy(src) < level {
+                    } else if self.unassigned.is_empty()
+                        && self.busy(src) < level
+                        && !self.sources[src].joining
+                    {
                         // The admitted slot found no work: nothing left worth splitting.
                         self.finish_search(
                             src,
@@ -1510,9 +1541,117 @@ impl Scheduler {
             .sum()
     }
 
+    /// Gives each source added since the start its first work: a split of the fetch in flight
+    /// that is projected to end last, in proportion to the two expected rates (see
+    /// [`Scheduler::add_source`]). With bytes unassigned, [`Scheduler::assign`] does it.
+    fn join(&mut self, now: Duration) {
+        if !self.sources.iter().any(|s| s.joining) || !self.unassigned.is_empty() {
+            return;
+        }
+        let (mean, measured) = self.mean_conn_rate();
+        for src in 0..self.sources.len() {
+            if !self.sources[src].joining || !self.available(src, now) {
+                continue;
+            }
+            // Whatever happens now, later work reaches it by assignment or repair. A source
+            // without ranges would read from byte 0 up to its cut: it stays a fallback.
+            self.sources[src].joining = false;
+            if !self.sources[src].spec.caps.ranged {
+                continue;
+            }
+            let r_t = self.expected_rate(src, mean);
+            let d_t = if measured {
+                self.sources[src].delta_new()
+            } else {
+                f64::NAN
+            };
+            for _ in 0..self.open_slots(src, now) {
+                let Some(slot) = self.idle_slot(src) else {
+                    break;
+                };
+                let mut victim: Option<(usize, f64, f64)> = None;
+                for i in 0..self.slots.len() {
+                    let Some(f) = self.slots[i].fetch.as_ref().filter(|f| !f.cancelled) else {
+                        continue;
+                    };
+                    let left = f.left() as f64;
+                    // With nothing measured, every rate is a relative prior.
+                    let r = if measured {
+                        self.fetch_rate(i, mean)
+                    } else {
+                        self.expected_rate(self.slots[i].source.0 as usize, mean)
+                    };
+                    if !gt(r, 0.0) {
+                        // Delivering nothing: repair, not a join, moves its work.
+                        continue;
+                    }
+                    if victim.is_none_or(|(_, l, rv)| left / r > l / rv) {
+                        victim = Some((i, left, r));
+                    }
+                }
+                let Some((vi, left, r_v)) = victim else {
+                    break;
+                };
+                let x = if d_t.is_finite() {
+                    equalise(left, r_v, 0.0, d_t, r_t)
+                } else {
+                    left * r_t / (r_v + r_t)
+                };
+                let Some(cut) = self.cut_point(vi, x) else {
+                    break;
+                };
+                let hi = self.slots[vi].fetch.as_ref().expect("live").hi;
+                self.shrink(vi, cut, false);
+                self.request(slot, src, ByteRange::new(cut, hi), now);
+                self.stats.joins += 1;
+            }
+        }
+    }
+
+    /// The mean per-connection rate over the sources that have one, and whether any has
+    /// (1.0 and false when none is measured: expected rates are then relative priors).
+    fn mean_conn_rate(&self) -> (f64, bool) {
+        let (mut sum, mut n) = (0.0, 0u32);
+        for src in 0..self.sources.len() {
+            let r = self.conn_rate(src);
+            if r.is_finite() && r > 0.0 {
+                sum += r;
+                n += 1;
+            }
+        }
+        if n > 0 {
+            (sum / f64::from(n), true)
+        } else {
+            (1.0, false)
+        }
+    }
+
+    /// The rate the fetch on `slot` is projected at; before its first rate window, its
+    /// source's expected rate (`mean` as for [`Scheduler::expected_rate`]).
+    fn fetch_rate(&self, slot: usize, mean: f64) -> f64 {
+        let f = self.slots[slot].fetch.as_ref().expect("a live fetch");
+        if f.detector.windows() == 0 {
+            self.expected_rate(self.slots[slot].source.0 as usize, mean)
+        } else {
+            f.detector.projection_rate()
+        }
+    }
+
+    /// A connection's expected rate on `src`: measured, or its prior times `mean`.
+    fn expected_rate(&self, src: usize, mean: f64) -> f64 {
+        let r = self.conn_rate(src);
+        if r.is_finite() && r > 0.0 {
+            r
+        } else {
+            self.sources[src].spec.prior.unwrap_or(1.0).max(1e-6) * mean
+        }
+    }
+
     /// Gives a newly admitted connection of `src` work by splitting the fetch projected to
     /// finish last, as an equalisation with the rate the new connection promises. Not a repair:
     /// it is the search's experiment, so it skips the profitability test.
+    /// A victim not yet measured counts at its source's expected rate, not as delivering
+    /// nothing (which would move its whole range).
     fn admit(&mut self, src: usize, now: Duration) {
         let Some(slot) = self.idle_slot(src) else {
             return;
@@ -1525,12 +1664,9 @@ impl Scheduler {
         let Some((vi, _)) = self.latest_finisher(now, None) else {
             return;
         };
-        let f = self.slots[vi]
-            .fetch
-            .as_ref()
-            .expect("latest_finisher returns live");
-        let r_v = f.detector.projection_rate();
-        let left = f.left() as f64;
+        let (mean, _) = self.mean_conn_rate();
+        let r_v = self.fetch_rate(vi, mean);
+        let left = self.slots[vi].fetch.as_ref().expect("live").left() as f64;
         let x = equalise(left, r_v, 0.0, d_t, r_t);
         let Some(cut) = self.cut_point(vi, x) else {
             return;

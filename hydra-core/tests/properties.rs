@@ -57,6 +57,9 @@ struct World {
     caps: Vec<Capabilities>,
     concurrency: Concurrency,
     resume: Vec<ByteRange>,
+    /// The step at which each source is added, non-decreasing; the first source's is 0.
+    /// Sources with step 0 are given to `Scheduler::new`, the rest to `add_source` then.
+    joins: Vec<u32>,
 }
 
 fn world() -> impl Strategy<Value = World> {
@@ -78,8 +81,9 @@ fn world() -> impl Strategy<Value = World> {
         ],
         prop::collection::vec((0u64..6000, 0u64..800), 0..3),
         prop::collection::vec((any::<bool>(), 0u8..3), 4),
+        prop::collection::vec(prop_oneof![2 => Just(0u32), 1 => 1u32..40], 4),
     )
-        .prop_map(|(seed, size, fates, concurrency, resume, capbits)| {
+        .prop_map(|(seed, size, fates, concurrency, resume, capbits, joins)| {
             let caps = fates
                 .iter()
                 .enumerate()
@@ -98,6 +102,9 @@ fn world() -> impl Strategy<Value = World> {
                 .into_iter()
                 .map(|(lo, len)| ByteRange::new(lo.min(size), (lo + len).min(size)))
                 .collect();
+            let mut joins: Vec<u32> = joins[..fates.len()].to_vec();
+            joins[0] = 0;
+            joins.sort_unstable();
             World {
                 seed,
                 size,
@@ -105,6 +112,7 @@ fn world() -> impl Strategy<Value = World> {
                 caps,
                 concurrency,
                 resume,
+                joins,
             }
         })
 }
@@ -163,15 +171,15 @@ struct Run {
 
 fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
     let mut rng = ChaCha8Rng::seed_from_u64(w.seed);
-    let specs: Vec<SourceSpec> = w
-        .caps
-        .iter()
-        .map(|c| SourceSpec {
-            setup: Some(Duration::from_millis(100)),
-            ..SourceSpec::new(*c)
-        })
-        .collect();
+    let spec = |c: &Capabilities| SourceSpec {
+        setup: Some(Duration::from_millis(100)),
+        ..SourceSpec::new(*c)
+    };
+    let at_start = w.joins.iter().filter(|&&j| j == 0).count();
+    let specs: Vec<SourceSpec> = w.caps[..at_start].iter().map(spec).collect();
     let mut s = Scheduler::new(w.size, specs, config(w.concurrency));
+    s.expect_sources(w.caps.len() - at_start);
+    let mut added = at_start;
     for r in &w.resume {
         s.mark_done(*r);
     }
@@ -192,21 +200,30 @@ fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
     // reliable one (or one that has not died yet) promises progress within W — and only one
     // with ranges: a source without ranges is a fallback the scheduler uses while no source
     // with ranges is free of failures (it still promises completion, asserted below).
+    // Only sources already added count.
     let any_alive = |step: u32| {
-        w.fates.iter().any(|f| match *f {
-            Fate::Reliable | Fate::Flaky => true,
-            Fate::Dies(k) | Fate::Hangs(k) => step < k,
-        })
-    };
-    let live_source = |step: u32| {
-        w.fates.iter().zip(&w.caps).any(|(f, c)| {
-            c.ranged
+        w.fates.iter().zip(&w.joins).any(|(f, &j)| {
+            j <= step
                 && match *f {
-                    Fate::Reliable => true,
-                    Fate::Flaky => false,
+                    Fate::Reliable | Fate::Flaky => true,
                     Fate::Dies(k) | Fate::Hangs(k) => step < k,
                 }
         })
+    };
+    let live_source = |step: u32| {
+        w.fates
+            .iter()
+            .zip(&w.caps)
+            .zip(&w.joins)
+            .any(|((f, c), &j)| {
+                j <= step
+                    && c.ranged
+                    && match *f {
+                        Fate::Reliable => true,
+                        Fate::Flaky => false,
+                        Fate::Dies(k) | Fate::Hangs(k) => step < k,
+                    }
+            })
     };
     let mut all_dead_since: Option<Duration> = None;
     for step in 0..max_steps {
@@ -310,6 +327,14 @@ fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
         }
         check_partition(&s, step)?;
 
+        while added < w.caps.len() && w.joins[added] <= step {
+            let id = s.add_source(spec(&w.caps[added]));
+            prop_assert_eq!(usize::from(id.0), added, "sources are numbered as added");
+            added += 1;
+            // A source that joins restarts the clock on progress.
+            last_progress = now;
+            all_dead_since = None;
+        }
         s.tick(now);
         while let Some(a) = s.poll_action() {
             if std::env::var_os("HYDRA_TRACE").is_some() {
@@ -473,9 +498,26 @@ fn a_transfer_with_every_source_dead_fails_instead_of_waiting_forever() {
         caps: vec![Capabilities::HTTP; 2],
         concurrency: Concurrency::Fixed(2),
         resume: vec![],
+        joins: vec![0, 0],
     };
     let run = drive(&w, 6000).unwrap();
     assert!(matches!(run.outcome, Some(Outcome::Failed(_))));
+}
+
+#[test]
+fn a_transfer_whose_sources_all_died_waits_for_one_still_to_join_and_completes_with_it() {
+    let w = World {
+        seed: 7,
+        size: 5000,
+        fates: vec![Fate::Dies(3), Fate::Reliable],
+        caps: vec![Capabilities::HTTP; 2],
+        concurrency: Concurrency::Search { start: 1 },
+        resume: vec![],
+        // Long after the first source is dead (6 failures with backoffs up to 0.8 s).
+        joins: vec![0, 150],
+    };
+    let run = drive(&w, 6000).unwrap();
+    assert_eq!(run.outcome, Some(Outcome::Complete));
 }
 
 #[test]
@@ -512,6 +554,7 @@ fn a_request_trimmed_after_a_shrink_keeps_only_what_its_fetch_still_owns() {
         caps: vec![Capabilities::HTTP],
         concurrency: Concurrency::Search { start: 1 },
         resume: vec![],
+        joins: vec![0],
     };
     property(w).unwrap();
 }

@@ -59,6 +59,8 @@ struct Run {
     trials: Vec<Vec<Duration>>,
     reasons: Vec<LimitReason>,
     end: Duration,
+    /// Requests whose whole range moved away before they delivered a byte.
+    emptied: u32,
 }
 
 fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)>) -> Run {
@@ -79,6 +81,7 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
     let mut levels = vec![Vec::new(); links.len()];
     let mut trials = vec![Vec::new(); links.len()];
     let mut now = Duration::ZERO;
+    let mut emptied = 0;
     sched.tick(now);
     // Bounded: 10 minutes of virtual time.
     let trace = std::env::var_os("HYDRA_TRACE").is_some();
@@ -125,6 +128,13 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
                     let f = live.get_mut(&fetch).expect("shrink of a live fetch");
                     f.hi = hi.max(f.pos);
                     sched.on_shrink_applied(fetch, f.hi);
+                    if !f.started && f.pos >= f.hi {
+                        // Nothing left to read: the transport ends it now, as the engine's
+                        // writer does at an exhausted bound.
+                        live.remove(&fetch);
+                        emptied += 1;
+                        sched.on_end(fetch, FetchEnd::Finished, now);
+                    }
                 }
                 Action::Cancel { fetch } => {
                     let f = live.remove(&fetch).expect("cancel of a live fetch");
@@ -228,6 +238,7 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
         levels,
         trials,
         end: now,
+        emptied,
     }
 }
 
@@ -323,6 +334,24 @@ fn on_the_headroom_path_doubling_reaches_four_connections_after_two_levels() {
     // turn) cost about 1.2 s; 100 ms windows and a measurement that overlaps the settling
     // bring each level to about 0.35 s and the whole ramp to about 0.4 s.
     assert!(r.end < Duration::from_millis(8_600), "{r:?}");
+}
+
+#[test]
+fn an_admission_never_takes_the_whole_range_of_a_connection_still_waiting_for_its_first_byte() {
+    // The peers bench's three mirrors (6, 3, 1 MB/s; 40, 60, 80 ms round trips; one
+    // connection fills each link). Each source admits a second connection within a round trip
+    // of the one before, when that newcomer has no first byte yet; counted as delivering
+    // nothing, it gave its whole range to the next admission, the slowest mirror's.
+    let mirror = |cap: f64, one_way_ms: u64| Link {
+        rtt: Duration::from_millis(2 * one_way_ms),
+        setup: Duration::ZERO,
+        ..link(cap, cap)
+    };
+    let links = [mirror(6.0, 20), mirror(3.0, 30), mirror(1.0, 40)];
+    let r = run(48_000_000, &links, per_host(4), None);
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    assert_eq!(r.levels, vec![vec![2], vec![2], vec![2]], "{r:?}");
+    assert_eq!(r.emptied, 0, "{r:?}");
 }
 
 #[test]
