@@ -58,6 +58,12 @@ pub struct EngineOptions {
     /// the probe's response continues as the first fetch from offset 0 (one round trip
     /// saved). Turn off when byte 0 is already held (a resume). Default on.
     pub prime_first_probe: bool,
+    /// Once the first probe answers, the transfer waits for the others until this multiple of
+    /// that answer's probe time has passed since probing began; those answering by then take
+    /// part in the first split, the rest join the transfer in flight as they answer
+    /// ([`Engine::probe_first`]). A mirror slow to answer, or silent until the probe
+    /// timeout, then holds up the start by at most this much. Default 3 (at least 1).
+    pub probe_grace: f64,
 }
 
 impl Default for EngineOptions {
@@ -68,6 +74,7 @@ impl Default for EngineOptions {
             cancel_grace: Duration::from_secs(2),
             progress_every: Duration::from_millis(500),
             prime_first_probe: true,
+            probe_grace: 3.0,
         }
     }
 }
@@ -145,6 +152,96 @@ pub struct Probed {
     pub dropped: Vec<(String, String)>,
 }
 
+/// What became of a source that was still probing when the transfer started.
+#[derive(Debug)]
+pub enum Joined {
+    /// It answered and describes the same object: it joins the transfer.
+    Source(Box<ProbedSource>),
+    /// Its probe failed, or it describes another object: it is left out, with why.
+    Dropped {
+        /// The source's endpoint.
+        source: String,
+        /// Why, one line.
+        why: String,
+    },
+}
+
+/// Sources still probing when a transfer starts, handed to [`Engine::run_joining`]: one
+/// [`Joined`] arrives for each as its probe answers.
+#[derive(Debug)]
+pub struct Joining {
+    rx: Option<mpsc::UnboundedReceiver<Joined>>,
+    pending: usize,
+    held: Option<Joined>,
+}
+
+impl Joining {
+    /// No source is still probing.
+    pub fn none() -> Self {
+        Joining {
+            rx: None,
+            pending: 0,
+            held: None,
+        }
+    }
+
+    /// For a caller that probes on its own: send one [`Joined`] for each of `pending` sources
+    /// still probing. Dropping the sender says that no more will come.
+    pub fn channel(pending: usize) -> (mpsc::UnboundedSender<Joined>, Joining) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let j = Joining {
+            rx: (pending > 0).then_some(rx),
+            pending,
+            held: None,
+        };
+        (tx, j)
+    }
+
+    fn is_open(&self) -> bool {
+        self.rx.is_some()
+    }
+
+    async fn recv(&mut self) -> Option<Joined> {
+        match &mut self.rx {
+            Some(rx) => rx.recv().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Keeps what [`Joining::recv`] returned for the next [`Joining::poll`].
+    fn hold(&mut self, j: Option<Joined>) {
+        match j {
+            Some(j) => self.held = Some(j),
+            None => self.close(),
+        }
+    }
+
+    fn close(&mut self) {
+        self.rx = None;
+        self.pending = 0;
+    }
+
+    /// The next source that answered, if one has.
+    fn poll(&mut self) -> Option<Joined> {
+        let j = match self.held.take() {
+            Some(j) => j,
+            None => match self.rx.as_mut()?.try_recv() {
+                Ok(j) => j,
+                Err(mpsc::error::TryRecvError::Empty) => return None,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    self.close();
+                    return None;
+                }
+            },
+        };
+        self.pending = self.pending.saturating_sub(1);
+        if self.pending == 0 {
+            self.close();
+        }
+        Some(j)
+    }
+}
+
 /// Something a person or a log may want to see, sent while the transfer runs.
 #[derive(Debug, Clone)]
 pub enum EngineEvent {
@@ -152,6 +249,13 @@ pub enum EngineEvent {
     Progress(Progress),
     /// A notice from the scheduler (repair, grade change, limit reason, dead source).
     Notice(Notice),
+    /// A source whose probe answered after the start joined the transfer.
+    Joined {
+        /// The index it has from now on.
+        source: usize,
+        /// Its endpoint.
+        endpoint: String,
+    },
     /// A fetch failed.
     FetchFailed {
         /// The source's index.
@@ -208,12 +312,18 @@ pub struct Report {
     pub waste_bytes: u64,
     /// Bytes written twice to the sink (zero on success).
     pub overlap_bytes: u64,
-    /// Bytes delivered per source, in the order of [`Probed::sources`].
+    /// Bytes delivered per source, in the order of [`Probed::sources`] then
+    /// [`Report::joined`].
     pub bytes_per_source: Vec<u64>,
     /// Why each source ended with the connections it had.
     pub limits: Vec<LimitReason>,
     /// Fetch failures per source, with the last error.
     pub failures: Vec<(u64, Option<String>)>,
+    /// Sources that joined during the transfer ([`Engine::run_joining`]), in the order they
+    /// joined: source `probed.sources.len() + k` is `joined[k]`.
+    pub joined: Vec<ProbedSource>,
+    /// Sources whose probes answered during the transfer and were left out, with why.
+    pub dropped: Vec<(String, String)>,
 }
 
 /// Why a transfer did not complete.
@@ -315,7 +425,7 @@ impl Engine {
                         None => kept.push(ProbedSource { input, probe }),
                         Some(why) => dropped.push((
                             name,
-                            format!("{why} than {}; not combined", first.input.endpoint),
+                            format!("{why} at {}; not combined", first.input.endpoint),
                         )),
                     },
                 },
@@ -334,6 +444,100 @@ impl Engine {
         })
     }
 
+    /// Probes every source concurrently and returns once one has answered and the others had
+    /// [`EngineOptions::probe_grace`] to follow, so that the transfer can start while slower
+    /// sources are still probing (a mirror slow to answer, or silent until the probe timeout,
+    /// does not hold up the start). The first to answer defines the object; sources that
+    /// agree with it ([`Engine::probe`]'s rule) within the grace are in [`Probed::sources`],
+    /// and each later answer arrives through the returned [`Joining`], as a source that agrees
+    /// or one left out with why. Probes that failed or disagreed by then are in
+    /// [`Probed::dropped`].
+    pub async fn probe_first(
+        &self,
+        sources: Vec<SourceInput>,
+    ) -> Result<(Probed, Joining), EngineError> {
+        if sources.is_empty() {
+            return Err(EngineError::NoSources);
+        }
+        let timeout = self.opts.probe_timeout;
+        let prime = self.opts.primes(sources.len());
+        let n = sources.len();
+        let probing = tokio::time::Instant::now();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        for input in sources {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let r = match tokio::time::timeout(timeout, input.probe(prime)).await {
+                    Ok(r) => r.map_err(|e| e.to_string()),
+                    Err(_) => Err(format!("probe timed out after {timeout:?}")),
+                };
+                let _ = tx.send((input, r));
+            });
+        }
+        drop(tx);
+        let mut dropped = Vec::new();
+        let mut answered = 0;
+        let first = loop {
+            let Some((input, r)) = rx.recv().await else {
+                return Err(EngineError::NoUsableSource(dropped));
+            };
+            answered += 1;
+            match r {
+                Ok(probe) => break ProbedSource { input, probe },
+                Err(why) => {
+                    tracing::warn!(source = %input.endpoint, "{why}");
+                    dropped.push((input.endpoint.to_string(), why));
+                }
+            }
+        };
+        let reference = first.probe.clone();
+        let first_name = first.input.endpoint.to_string();
+        let fit = move |input: SourceInput, r: Result<Probe, String>| {
+            let source = input.endpoint.to_string();
+            let j = match r.map(|probe| (disagreement(&reference, &probe), probe)) {
+                Ok((None, probe)) => Joined::Source(Box::new(ProbedSource { input, probe })),
+                Ok((Some(why), _)) => Joined::Dropped {
+                    source,
+                    why: format!("{why} at {first_name}; not combined"),
+                },
+                Err(why) => Joined::Dropped { source, why },
+            };
+            if let Joined::Dropped { source, why } = &j {
+                tracing::warn!(source = %source, "{why}");
+            }
+            j
+        };
+        let mut sources = vec![first];
+        let deadline = probing + probing.elapsed().mul_f64(self.opts.probe_grace.max(1.0));
+        while answered < n {
+            let Ok(Some((input, r))) = tokio::time::timeout_at(deadline, rx.recv()).await else {
+                break;
+            };
+            answered += 1;
+            match fit(input, r) {
+                Joined::Source(s) => sources.push(*s),
+                Joined::Dropped { source, why } => dropped.push((source, why)),
+            }
+        }
+        let (jtx, joining) = Joining::channel(n - answered);
+        let size = sources[0].probe.size;
+        tokio::spawn(async move {
+            while let Some((input, r)) = rx.recv().await {
+                if jtx.send(fit(input, r)).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok((
+            Probed {
+                size,
+                sources,
+                dropped,
+            },
+            joining,
+        ))
+    }
+
     /// Runs the transfer into `sink` (sized `probed.size`), skipping bytes in `already`
     /// (a resume). Events go to `events` when given.
     pub async fn run(
@@ -343,45 +547,75 @@ impl Engine {
         already: &RangeSet,
         events: Option<mpsc::UnboundedSender<EngineEvent>>,
     ) -> Result<Report, EngineError> {
+        self.run_joining(probed, sink, already, events, Joining::none())
+            .await
+    }
+
+    /// [`Engine::run`], with sources still probing: each joins the transfer when `joining`
+    /// delivers it (see [`Engine::probe_first`]). While any may still join, losing every
+    /// source is not a failure: the transfer waits for one.
+    pub async fn run_joining(
+        &self,
+        probed: &Probed,
+        sink: Arc<dyn Sink>,
+        already: &RangeSet,
+        events: Option<mpsc::UnboundedSender<EngineEvent>>,
+        mut joining: Joining,
+    ) -> Result<Report, EngineError> {
         let size = probed.size;
-        let specs: Vec<SourceSpec> = probed
-            .sources
-            .iter()
-            .map(|s| {
-                let mut caps: Capabilities = s.input.scheme.capabilities();
-                caps.ranged &= s.probe.ranged;
-                let setup = s.probe.connect + s.probe.first_byte;
-                SourceSpec {
-                    setup: Some(setup),
-                    rtt: Some(s.probe.first_byte),
-                    ..SourceSpec::new(caps)
-                }
-            })
-            .collect();
-        let ranged: Vec<bool> = specs.iter().map(|s| s.caps.ranged).collect();
+        let specs: Vec<SourceSpec> = probed.sources.iter().map(spec_of).collect();
+        let mut ranged: Vec<bool> = specs.iter().map(|s| s.caps.ranged).collect();
         let mut sched = Scheduler::new(size, specs, self.opts.config.clone());
+        sched.expect_sources(joining.pending);
+        let mut sources: Vec<ProbedSource> = probed.sources.clone();
+        let mut joined: Vec<ProbedSource> = Vec::new();
+        let mut late_dropped: Vec<(String, String)> = Vec::new();
         for r in already.iter() {
             sched.mark_done(r);
         }
         let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
         let start = Instant::now();
         let mut running: BTreeMap<FetchId, Running> = BTreeMap::new();
-        let mut failures: Vec<(u64, Option<String>)> = vec![(0, None); probed.sources.len()];
+        let mut failures: Vec<(u64, Option<String>)> = vec![(0, None); sources.len()];
         let mut waste = 0u64;
         let mut next_progress = start;
         let mut sink_error: Option<std::io::Error> = None;
         let mut pending: Option<Msg> = None;
-        let endpoints: Vec<Arc<Endpoint>> = probed
-            .sources
+        let mut endpoints: Vec<Arc<Endpoint>> = sources
             .iter()
             .map(|s| Arc::new(s.input.endpoint.clone()))
             .collect();
         let mut checks = ClosingChecks::new(
-            probed.sources.len(),
+            sources.len(),
             self.opts.probe_timeout.min(self.opts.config.stall_timeout),
         );
         loop {
             let now = start.elapsed();
+            // Sources whose probes answered since: each joins, or is left out.
+            while let Some(j) = joining.poll() {
+                match j {
+                    Joined::Source(s) => {
+                        let s = *s;
+                        let spec = spec_of(&s);
+                        ranged.push(spec.caps.ranged);
+                        let id = sched.add_source(spec);
+                        tracing::debug!(source = id.0, endpoint = %s.input.endpoint, "joined");
+                        endpoints.push(Arc::new(s.input.endpoint.clone()));
+                        failures.push((0, None));
+                        checks.add_source();
+                        if let Some(ev) = &events {
+                            let _ = ev.send(EngineEvent::Joined {
+                                source: usize::from(id.0),
+                                endpoint: s.input.endpoint.to_string(),
+                            });
+                        }
+                        sources.push(s.clone());
+                        joined.push(s);
+                    }
+                    Joined::Dropped { source, why } => late_dropped.push((source, why)),
+                }
+                sched.expect_sources(joining.pending);
+            }
             // Inputs that arrived, in the order they were sent.
             while let Some(msg) = pending.take().or_else(|| rx.try_recv().ok()) {
                 match msg {
@@ -504,11 +738,11 @@ impl Engine {
                             RangeWriter::for_range(fetch, fetch_range, fetch_sink, observer);
                         let req = FetchRequest {
                             endpoint: endpoints[src].clone(),
-                            expect: probed.sources[src].probe.clone(),
+                            expect: sources[src].probe.clone(),
                             slot: conn,
                             writer,
                         };
-                        let scheme = probed.sources[src].input.scheme.clone();
+                        let scheme = sources[src].input.scheme.clone();
                         let done = tx.clone();
                         let task = tokio::spawn(async move {
                             let outcome = scheme.fetch(req).await;
@@ -542,7 +776,7 @@ impl Engine {
                     }
                 }
             }
-            checks.send_due(&sched, &probed.sources);
+            checks.send_due(&sched, &sources);
             while let Some(n) = sched.poll_notice() {
                 tracing::debug!(?n, "scheduler");
                 if let Notice::Stalled { fetch } = n {
@@ -583,8 +817,7 @@ impl Engine {
                 }
                 Some(Outcome::Failed(_)) => {
                     abort_all(&mut running);
-                    let errs = probed
-                        .sources
+                    let errs = sources
                         .iter()
                         .zip(&failures)
                         .map(|(s, (_, e))| {
@@ -608,12 +841,13 @@ impl Engine {
                 .max(Duration::from_millis(1));
             tokio::select! {
                 m = rx.recv() => pending = m,
+                j = joining.recv(), if joining.is_open() => joining.hold(j),
                 _ = tokio::time::sleep(deadline) => {}
             }
         }
         // Every source that contributed bytes must still describe the object its probe saw
         // (see `closing`).
-        let closing = checks.finish(&sched, &probed.sources).await;
+        let closing = checks.finish(&sched, &sources).await;
         abort_all(&mut running);
         closing?;
         sink.finish().map_err(EngineError::Sink)?;
@@ -635,14 +869,28 @@ impl Engine {
             admissions: sched_stats.admissions,
             waste_bytes: waste + sched_stats.waste_bytes,
             overlap_bytes: overlap,
-            bytes_per_source: (0..probed.sources.len())
+            bytes_per_source: (0..sources.len())
                 .map(|i| sched.source_bytes(SourceId(i as u16)))
                 .collect(),
-            limits: (0..probed.sources.len())
+            limits: (0..sources.len())
                 .map(|i| sched.limit_reason(SourceId(i as u16)))
                 .collect(),
             failures,
+            joined,
+            dropped: late_dropped,
         })
+    }
+}
+
+/// The scheduler's view of a probed source: its scheme's capabilities (no ranges if the probe
+/// saw none) and the setup cost and round trip the probe measured.
+fn spec_of(s: &ProbedSource) -> SourceSpec {
+    let mut caps: Capabilities = s.input.scheme.capabilities();
+    caps.ranged &= s.probe.ranged;
+    SourceSpec {
+        setup: Some(s.probe.connect + s.probe.first_byte),
+        rtt: Some(s.probe.first_byte),
+        ..SourceSpec::new(caps)
     }
 }
 

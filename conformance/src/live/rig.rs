@@ -160,7 +160,7 @@ pub(crate) fn engine(opts: &SuiteOptions, connections: usize) -> Engine {
         probe_timeout: Duration::from_secs(10),
         cancel_grace: Duration::from_secs(2),
         progress_every: Duration::from_millis(100),
-        prime_first_probe: true,
+        ..EngineOptions::default()
     })
 }
 

@@ -63,6 +63,13 @@ impl ClosingChecks {
         }
     }
 
+    /// Makes room for a source added during the transfer (the next index).
+    pub(super) fn add_source(&mut self) {
+        self.last_byte.push(None);
+        self.stalled.push(false);
+        self.sent.push(Vec::new());
+    }
+
     /// Records that a byte of `source` reached the engine now.
     pub(super) fn on_bytes(&mut self, source: usize) {
         self.last_byte[source] = Some(Instant::now());

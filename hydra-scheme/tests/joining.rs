@@ -1,0 +1,218 @@
+//! Sources whose probes answer late join the transfer in flight; a source whose probe never
+//! answers does not hold up the start.
+//!
+//! In-memory sources serve one object (byte `i` is `i % 251`). Each has a probe delay (or a
+//! probe that never answers), a size it reports, and a pace: one chunk per `gap`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use hydra_core::{Concurrency, Config};
+use hydra_scheme::{
+    Capabilities, Endpoint, Engine, EngineOptions, ErrorKind, FetchOutcome, FetchRequest,
+    MemorySink, Probe, RangeSet, Report, Scheme, SchemeError, Sink, SourceInput, Validator,
+};
+
+const SIZE: u64 = 512 * 1024;
+const CHUNK: u64 = 4096;
+/// Far longer than any test's own deadline: waiting for it fails the test.
+const NEVER: Duration = Duration::from_secs(3600);
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn byte_at(offset: u64) -> u8 {
+    (offset % 251) as u8
+}
+
+struct Fake {
+    /// `None`: the probe never answers.
+    probe_after: Option<Duration>,
+    size: u64,
+    gap: Duration,
+    fetches: AtomicUsize,
+}
+
+fn fake(probe_after: Option<Duration>, size: u64, gap: Duration) -> Arc<Fake> {
+    Arc::new(Fake {
+        probe_after,
+        size,
+        gap,
+        fetches: AtomicUsize::new(0),
+    })
+}
+
+#[async_trait]
+impl Scheme for Fake {
+    fn name(&self) -> &str {
+        "fake"
+    }
+
+    fn url_schemes(&self) -> &[&'static str] {
+        &["fake"]
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::HTTP
+    }
+
+    async fn probe(&self, _endpoint: &Endpoint) -> Result<Probe, SchemeError> {
+        match self.probe_after {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending::<()>().await,
+        }
+        Ok(Probe {
+            size: self.size,
+            ranged: true,
+            validator: Some(Validator::Strong("\"v1\"".into())),
+            last_modified: None,
+            connect: Duration::ZERO,
+            first_byte: Duration::from_millis(2),
+        })
+    }
+
+    async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
+        self.fetches.fetch_add(1, Ordering::SeqCst);
+        let w = &mut request.writer;
+        w.connected(false);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        w.first_byte();
+        while w.remaining() > 0 {
+            let n = w.remaining().min(CHUNK);
+            let chunk: Vec<u8> = (w.offset()..w.offset() + n).map(byte_at).collect();
+            if let Err(e) = w.write(&chunk) {
+                return FetchOutcome::Failed(SchemeError::new(&request.endpoint, ErrorKind::Io(e)));
+            }
+            tokio::select! {
+                _ = w.exhausted() => break,
+                _ = tokio::time::sleep(self.gap) => {}
+            }
+        }
+        w.outcome_at_bound()
+    }
+}
+
+fn engine() -> Engine {
+    Engine::new(EngineOptions {
+        config: Config {
+            concurrency: Concurrency::Fixed(1),
+            window: Duration::from_millis(50),
+            ..Config::default()
+        },
+        probe_timeout: NEVER,
+        ..EngineOptions::default()
+    })
+}
+
+fn input(port: u16, scheme: &Arc<Fake>) -> SourceInput {
+    SourceInput {
+        endpoint: Endpoint::parse(&format!("fake://127.0.0.1:{port}/object")).expect("url"),
+        scheme: scheme.clone(),
+    }
+}
+
+/// Probes with [`Engine::probe_first`] and runs with the sources that join; checks that the
+/// object is byte-exact.
+async fn run(engine: &Engine, inputs: Vec<SourceInput>) -> Report {
+    let go = async {
+        let (probed, joining) = engine.probe_first(inputs).await.expect("probe");
+        let sink = Arc::new(MemorySink::new(SIZE as usize));
+        let report = engine
+            .run_joining(&probed, sink.clone(), &RangeSet::new(), None, joining)
+            .await
+            .expect("transfer");
+        (probed, sink, report)
+    };
+    let (probed, sink, report) = tokio::time::timeout(LIMIT, go)
+        .await
+        .expect("the transfer ended without waiting for a silent probe");
+    assert_eq!(sink.written().len_bytes(), SIZE);
+    assert_eq!(report.overlap_bytes, 0);
+    assert!(
+        sink.contents()
+            .iter()
+            .enumerate()
+            .all(|(i, &b)| b == byte_at(i as u64)),
+        "a byte is out of place"
+    );
+    assert_eq!(
+        report.bytes_per_source.len(),
+        probed.sources.len() + report.joined.len()
+    );
+    assert_eq!(report.bytes_per_source.iter().sum::<u64>(), SIZE);
+    report
+}
+
+#[tokio::test]
+async fn a_source_whose_probe_never_answers_does_not_hold_up_the_transfer() {
+    let quick = fake(Some(Duration::ZERO), SIZE, Duration::from_millis(1));
+    let silent = fake(None, SIZE, Duration::from_millis(1));
+    let report = run(&engine(), vec![input(1, &silent), input(2, &quick)]).await;
+    assert!(report.joined.is_empty());
+    assert_eq!(silent.fetches.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_source_whose_probe_answers_after_the_start_joins_and_delivers_bytes() {
+    // The first source would take SIZE / CHUNK × 5 ms ≈ 0.64 s alone; the late one answers at
+    // 150 ms, long after the first answer's grace, and is ten times faster.
+    let slow = fake(Some(Duration::ZERO), SIZE, Duration::from_millis(5));
+    let late = fake(
+        Some(Duration::from_millis(150)),
+        SIZE,
+        Duration::from_micros(500),
+    );
+    let report = run(&engine(), vec![input(1, &slow), input(2, &late)]).await;
+    assert_eq!(report.joined.len(), 1, "the late source did not join");
+    assert_eq!(
+        report.joined[0].input.endpoint.to_string(),
+        "fake://127.0.0.1:2/object"
+    );
+    assert!(
+        report.bytes_per_source[1] >= SIZE / 4,
+        "the late source delivered {} of {SIZE} bytes: {report:?}",
+        report.bytes_per_source[1]
+    );
+}
+
+#[tokio::test]
+async fn a_late_source_that_describes_another_object_is_left_out() {
+    let first = fake(Some(Duration::ZERO), SIZE, Duration::from_millis(5));
+    let other = fake(
+        Some(Duration::from_millis(100)),
+        SIZE + 1,
+        Duration::from_micros(500),
+    );
+    let report = run(&engine(), vec![input(1, &first), input(2, &other)]).await;
+    assert!(report.joined.is_empty());
+    assert_eq!(other.fetches.load(Ordering::SeqCst), 0);
+    assert_eq!(report.dropped.len(), 1);
+    assert!(
+        report.dropped[0].1.contains("size"),
+        "the reason names the size: {:?}",
+        report.dropped
+    );
+}
+
+#[tokio::test]
+async fn sources_answering_within_the_grace_take_part_in_the_first_split() {
+    let a = fake(
+        Some(Duration::from_millis(30)),
+        SIZE,
+        Duration::from_millis(1),
+    );
+    let b = fake(
+        Some(Duration::from_millis(40)),
+        SIZE,
+        Duration::from_millis(1),
+    );
+    let (probed, _joining) = tokio::time::timeout(
+        LIMIT,
+        engine().probe_first(vec![input(1, &a), input(2, &b)]),
+    )
+    .await
+    .expect("probe within the limit")
+    .expect("probe");
+    // b answered at 25 ms, within 3 × a's 20 ms.
+    assert_eq!(probed.sources.len(), 2);
+}
