@@ -15,11 +15,12 @@ use clap::Args;
 use hydra_core::{Concurrency, Config};
 use hydra_scheme::Sink as _;
 use hydra_scheme::{
-    Endpoint, Engine, EngineError, EngineOptions, ErrorKind, FileSink, Probe, Probed, ProbedSource,
-    RangeSet, Report, SourceInput, Validator,
+    Endpoint, Engine, EngineError, EngineOptions, ErrorKind, FileSink, Joined, Joining, Probe,
+    Probed, ProbedSource, RangeSet, Report, SourceInput, Validator,
 };
 use serde::Serialize;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -431,48 +432,72 @@ fn exit_for(kind: &ErrorKind) -> Exit {
 }
 
 struct Answer {
+    /// The source's position among the inputs.
+    index: usize,
     input: SourceInput,
     label: String,
     result: Result<Probe, Failure>,
 }
 
 /// Probes every source at once, primed when `prime` (the response continues as the first
-/// fetch; see `Scheme::probe_primed`).
-async fn probe_all(
+/// fetch; see `Scheme::probe_primed`). Answers arrive in the order they are given.
+fn probe_all(
     inputs: Vec<SourceInput>,
     labels: Vec<String>,
     timeout: Duration,
     prime: bool,
-) -> Vec<Answer> {
-    let tasks: Vec<_> = inputs
-        .into_iter()
-        .zip(labels)
-        .map(|(input, label)| {
-            tokio::spawn(async move {
-                let r = tokio::time::timeout(timeout, input.probe(prime)).await;
-                let result = match r {
-                    Ok(Ok(p)) => Ok(p),
-                    Ok(Err(e)) => Err((exit_for(&e.kind), e.to_string())),
-                    Err(_) => Err((
-                        Exit::Network,
-                        format!("{}: probe timed out after {timeout:?}", input.endpoint),
-                    )),
-                };
-                Answer {
-                    input,
-                    label,
-                    result,
-                }
-            })
-        })
-        .collect();
-    let mut out = Vec::new();
-    for t in tasks {
-        if let Ok(a) = t.await {
-            out.push(a);
-        }
+) -> tokio::sync::mpsc::UnboundedReceiver<Answer> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    for (index, (input, label)) in inputs.into_iter().zip(labels).enumerate() {
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let r = tokio::time::timeout(timeout, input.probe(prime)).await;
+            let result = match r {
+                Ok(Ok(p)) => Ok(p),
+                Ok(Err(e)) => Err((exit_for(&e.kind), e.to_string())),
+                Err(_) => Err((
+                    Exit::Network,
+                    format!("{}: probe timed out after {timeout:?}", input.endpoint),
+                )),
+            };
+            let _ = tx.send(Answer {
+                index,
+                input,
+                label,
+                result,
+            });
+        });
     }
-    out
+    rx
+}
+
+/// Why a source that answered its probe cannot be part of a resume: `None` when it describes
+/// the object the partial download recorded (its own record, or the first source's for a
+/// source not recorded).
+fn resume_misfit(prev: &Control, url: &str, probe: &Probe) -> Option<String> {
+    let why = match prev.sources.iter().find(|s| s.url == url) {
+        Some(rec) => {
+            let was = rec.probe();
+            (!was.same_object(probe)).then(|| change(&was, probe))
+        }
+        None => disagreement(&prev.sources[0].probe(), probe),
+    }?;
+    Some(format!("object changed since the partial download ({why})"))
+}
+
+/// Why a source that answered its probe after the transfer started cannot join it: the
+/// resume's rule, or else a disagreement with the first source (`first`, at `first_url`).
+fn late_misfit(
+    prev: Option<&Control>,
+    first: &Probe,
+    first_url: &str,
+    url: &str,
+    probe: &Probe,
+) -> Option<String> {
+    match prev {
+        Some(prev) => resume_misfit(prev, url, probe).map(|w| format!("{w}; left out")),
+        None => disagreement(first, probe).map(|w| format!("{w} at {first_url}; not combined")),
+    }
 }
 
 /// Why `other` cannot be combined with `first` (the engine's rule: size, and strong
@@ -590,81 +615,110 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
 
     // A resume may hold byte 0 already: no primed probe then.
     let prime = engine_opts.primes(inputs.len()) && previous.is_none();
-    let answers = probe_all(inputs, labels, engine_opts.probe_timeout, prime).await;
-    for (i, a) in answers.iter().enumerate() {
-        show_probe(ui, i, a);
-    }
+    let total = inputs.len();
+    let names: BTreeMap<String, String> = inputs
+        .iter()
+        .map(|i| i.endpoint.to_string())
+        .zip(labels.iter().cloned())
+        .collect();
+    let probing = tokio::time::Instant::now();
+    let mut answers = probe_all(inputs, labels, engine_opts.probe_timeout, prime);
+    // The transfer starts on the first source that answers and fits (on a resume: describes
+    // the recorded object), with those that answer within `probe_grace` times its probe
+    // time; the others join it as they answer.
     let mut failed: Vec<Failure> = Vec::new();
     let mut dropped: Vec<(String, String)> = Vec::new();
-    let mut ok: Vec<(SourceInput, String, Probe)> = Vec::new();
-    for a in answers {
-        match a.result {
-            Ok(p) => ok.push((a.input, a.label, p)),
+    let mut unfit: Vec<(Answer, String)> = Vec::new();
+    let mut first: Option<(SourceInput, String, Probe)> = None;
+    let mut answered = 0;
+    while answered < total {
+        let Some(a) = answers.recv().await else {
+            break;
+        };
+        answered += 1;
+        show_probe(ui, a.index, &a);
+        let url = a.input.endpoint.to_string();
+        match &a.result {
             Err(f) => {
-                dropped.push((a.input.endpoint.to_string(), f.1.clone()));
-                failed.push(f);
+                dropped.push((url, f.1.clone()));
+                failed.push(f.clone());
             }
-        }
-    }
-
-    // Which sources to use: agree with the partial download's record (a resume), or with the
-    // first that answered.
-    let mut kept: Vec<(SourceInput, String, Probe)> = Vec::new();
-    if let Some(prev) = &previous {
-        let mut changed = Vec::new();
-        for (input, label, probe) in ok.iter().cloned() {
-            let url = input.endpoint.to_string();
-            let why = match prev.sources.iter().find(|s| s.url == url) {
-                Some(rec) => {
-                    let was = rec.probe();
-                    (!was.same_object(&probe)).then(|| change(&was, &probe))
+            Ok(p) => match previous
+                .as_ref()
+                .and_then(|prev| resume_misfit(prev, &url, p))
+            {
+                None => {
+                    first = Some((a.input, a.label, p.clone()));
+                    break;
                 }
-                None => disagreement(&prev.sources[0].probe(), &probe),
-            };
-            match why {
-                None => kept.push((input, label, probe)),
-                Some(why) => changed.push((url, why)),
-            }
+                Some(why) => unfit.push((a, why)),
+            },
         }
-        if kept.is_empty() && !changed.is_empty() {
-            let detail = changed
-                .iter()
-                .map(|(u, w)| format!("{u}: object changed since the partial download ({w})"))
-                .collect::<Vec<_>>()
-                .join("; ");
-            if !restart_on_change {
-                return Err((
-                    Exit::Changed,
-                    format!("{detail}; not resumed (--restart-on-change starts over)"),
-                ));
-            }
-            warn(
-                ui,
-                &part.display().to_string(),
-                &format!("{detail}; starting over"),
-            );
-            previous = None;
-        } else {
-            for (u, w) in changed {
-                let reason = format!("object changed since the partial download ({w}); left out");
-                warn(ui, &u, &reason);
-                dropped.push((u, reason));
+    }
+    let mut kept: Vec<(SourceInput, String, Probe)> = first.into_iter().collect();
+    if let Some(f) = kept.first() {
+        let deadline = probing + probing.elapsed().mul_f64(engine_opts.probe_grace.max(1.0));
+        let (first_probe, first_url) = (f.2.clone(), f.0.endpoint.to_string());
+        while answered < total {
+            let Ok(Some(a)) = tokio::time::timeout_at(deadline, answers.recv()).await else {
+                break;
+            };
+            answered += 1;
+            show_probe(ui, a.index, &a);
+            let url = a.input.endpoint.to_string();
+            match a.result {
+                Err(f) => {
+                    dropped.push((url, f.1.clone()));
+                    failed.push(f);
+                }
+                Ok(p) => match late_misfit(previous.as_ref(), &first_probe, &first_url, &url, &p) {
+                    None => kept.push((a.input, a.label, p)),
+                    Some(why) => {
+                        warn(ui, &url, &why);
+                        dropped.push((url, why));
+                    }
+                },
             }
         }
     }
-    if previous.is_none() {
-        kept.clear();
-        for (input, label, probe) in ok {
+    if kept.is_empty() && !unfit.is_empty() {
+        // Every source answered, and every one that answered describes another object than
+        // the partial download.
+        let detail = unfit
+            .iter()
+            .map(|(a, w)| format!("{}: {w}", a.input.endpoint))
+            .collect::<Vec<_>>()
+            .join("; ");
+        if !restart_on_change {
+            return Err((
+                Exit::Changed,
+                format!("{detail}; not resumed (--restart-on-change starts over)"),
+            ));
+        }
+        warn(
+            ui,
+            &part.display().to_string(),
+            &format!("{detail}; starting over"),
+        );
+        previous = None;
+        for (a, _) in std::mem::take(&mut unfit) {
+            let Ok(probe) = a.result else { continue };
             match kept.first().and_then(|f| disagreement(&f.2, &probe)) {
-                None => kept.push((input, label, probe)),
+                None => kept.push((a.input, a.label, probe)),
                 Some(why) => {
-                    let url = input.endpoint.to_string();
+                    let url = a.input.endpoint.to_string();
                     let reason = format!("{why} at {}; not combined", kept[0].0.endpoint);
                     warn(ui, &url, &reason);
                     dropped.push((url, reason));
                 }
             }
         }
+    }
+    for (a, why) in unfit {
+        let reason = format!("{why}; left out");
+        let url = a.input.endpoint.to_string();
+        warn(ui, &url, &reason);
+        dropped.push((url, reason));
     }
     if kept.is_empty() {
         let code = if !failed.is_empty() && failed.iter().all(|f| f.0 == Exit::Protocol) {
@@ -685,7 +739,43 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
         }
     }
     let size = kept[0].2.size;
-    let labels: Vec<String> = kept.iter().map(|k| k.1.clone()).collect();
+    // The sources still probing: each joins when it answers and fits.
+    let (join_tx, joining) = Joining::channel(total - answered);
+    {
+        let prev = previous.clone();
+        let first = kept[0].2.clone();
+        let first_url = kept[0].0.endpoint.to_string();
+        tokio::spawn(async move {
+            while let Some(a) = answers.recv().await {
+                show_probe(ui, a.index, &a);
+                let source = a.input.endpoint.to_string();
+                let j = match a.result {
+                    Err((_, why)) => {
+                        let why = why
+                            .strip_prefix(&format!("{source}: "))
+                            .unwrap_or(&why)
+                            .to_owned();
+                        Joined::Dropped { source, why }
+                    }
+                    Ok(probe) => {
+                        match late_misfit(prev.as_ref(), &first, &first_url, &source, &probe) {
+                            None => Joined::Source(Box::new(ProbedSource {
+                                input: a.input,
+                                probe,
+                            })),
+                            Some(why) => Joined::Dropped { source, why },
+                        }
+                    }
+                };
+                if let Joined::Dropped { source, why } = &j {
+                    warn(ui, source, why);
+                }
+                if join_tx.send(j).is_err() {
+                    break;
+                }
+            }
+        });
+    }
     let probed = Probed {
         size,
         sources: kept
@@ -774,25 +864,30 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
     let shown = tokio::spawn(ui::run(
         ui,
         rx,
-        labels,
         probed
             .sources
             .iter()
             .map(|s| s.input.endpoint.to_string())
             .collect(),
+        names,
         size,
         already_bytes,
     ));
     let engine = Engine::new(engine_opts);
     let result = tokio::select! {
-        r = engine.run(&probed, sink.clone(), &already, Some(tx)) => Some(r),
+        r = engine.run_joining(&probed, sink.clone(), &already, Some(tx), joining) => Some(r),
         _ = tokio::signal::ctrl_c() => None,
     };
     let limits_seen = shown.await.unwrap_or_default();
     let _ = stop_tx.send(true);
     let _ = ck.await;
+    let mut probed = probed;
     let report = match result {
-        Some(Ok(r)) => r,
+        Some(Ok(r)) => {
+            probed.sources.extend(r.joined.iter().cloned());
+            probed.dropped.extend(r.dropped.iter().cloned());
+            r
+        }
         failed => {
             let (s, c, p) = (sink.clone(), control.clone(), ctl_path.clone());
             let _ = tokio::task::spawn_blocking(move || checkpoint(&s, c, &p)).await;

@@ -11,7 +11,7 @@ use hydra_core::{ConnId, FetchId, LimitReason, Notice, SourceId};
 use hydra_scheme::EngineEvent;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -86,26 +86,31 @@ pub fn mb(b: f64) -> String {
 }
 
 /// Consumes engine events until the channel closes; draws bars, prints lines, emits JSON.
-/// `labels[i]` names source `i` for people, `urls[i]` for JSON.
+/// `urls[i]` names source `i` for JSON, and `names[urls[i]]` for people; a source that joins
+/// later is added to both when the engine says so.
 pub async fn run(
     ui: Ui,
     mut rx: UnboundedReceiver<EngineEvent>,
-    labels: Vec<String>,
-    urls: Vec<String>,
+    mut urls: Vec<String>,
+    names: BTreeMap<String, String>,
     size: u64,
     already: u64,
 ) -> Vec<Option<LimitReason>> {
+    let mut labels: Vec<String> = urls
+        .iter()
+        .map(|u| names.get(u).cloned().unwrap_or_else(|| u.clone()))
+        .collect();
     let mut seen: Vec<Option<LimitReason>> = vec![None; urls.len()];
     let mut bars = ui.bars.then(|| Bars::new(size, already));
     let mut live: BTreeSet<(usize, u16)> = BTreeSet::new();
     let mut last_done = already;
     let mut last_t = Duration::ZERO;
-    let label = |i: usize| labels.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
     let say = |bars: &Option<Bars>, line: String| match bars {
         Some(b) => b.mp.suspend(|| eprintln!("{line}")),
         None => eprintln!("{line}"),
     };
     while let Some(ev) = rx.recv().await {
+        let label = |i: usize| labels.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
         match ev {
             EngineEvent::Progress(p) => {
                 let now: BTreeSet<(usize, u16)> =
@@ -184,6 +189,27 @@ pub async fn run(
                 } else if matches!(n, Notice::Repair { .. }) && (bars.is_some() || ui.lines) {
                     say(&bars, format!("  {line}"));
                 }
+            }
+            EngineEvent::Joined { source, endpoint } => {
+                if ui.json {
+                    emit("joined", json!({"source": source, "url": endpoint}));
+                }
+                if ui.verbose {
+                    say(
+                        &bars,
+                        format!("hydra: {endpoint}: joined as source {source}"),
+                    );
+                }
+                if source >= urls.len() {
+                    urls.resize(source + 1, String::new());
+                    labels.resize(source + 1, String::new());
+                    seen.resize(source + 1, None);
+                }
+                labels[source] = names
+                    .get(&endpoint)
+                    .cloned()
+                    .unwrap_or_else(|| endpoint.clone());
+                urls[source] = endpoint;
             }
             EngineEvent::FetchFailed { source, error } => {
                 if ui.json {

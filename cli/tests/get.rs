@@ -31,6 +31,39 @@ async fn an_unreachable_source_exits_3_with_one_line_naming_it_and_leaves_no_fil
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_that_never_answers_its_probe_does_not_hold_up_the_download() {
+    let size = 2_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.bin");
+    let good = http_origin(size, 9).await;
+    let silent = format!("http://127.0.0.1:{}/f.bin", silent_port().await);
+    // The probe's deadline is far past the test's bound: waiting for the silent mirror's
+    // answer fails the test.
+    let o = hydra(&args(&[
+        "get",
+        &silent,
+        &good.url("/f.bin"),
+        "-o",
+        &path(&out),
+        "--timeout",
+        "3600",
+        "--json",
+    ]))
+    .await;
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        std::fs::read(&out).unwrap() == object(9, size),
+        "bytes differ"
+    );
+    let evs = events(&o);
+    let done = event(&evs, "done").expect("a done event");
+    let sources = done["sources"].as_array().expect("sources");
+    assert_eq!(sources.len(), 1, "{done}");
+    assert_eq!(sources[0]["url"], good.url("/f.bin"));
+    assert!(event(&evs, "joined").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_file_is_a_protocol_error_exit_4() {
     let dir = tempfile::tempdir().unwrap();
     let o = sftp_origin(1000, 1).await;

@@ -158,6 +158,20 @@ pub async fn closed_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
+/// A port that accepts connections and never says a word (a hung server). The connections
+/// are held open until the runtime ends.
+pub async fn silent_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((c, _)) = l.accept().await {
+            held.push(c);
+        }
+    });
+    port
+}
+
 /// A no-auth SOCKS5 server. Every CONNECT, to a name (`origin.test`) or an IPv4 address, goes
 /// to 127.0.0.1 at the asked port (FTP's passive data ports included).
 pub async fn socks5() -> Socks5Server {
