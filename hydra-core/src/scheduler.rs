@@ -963,15 +963,33 @@ impl Scheduler {
             .expect("shrink of a live fetch");
         let hi = hi.clamp(f.pos, f.hi);
         let freed = ByteRange::new(hi, f.hi);
-        f.shrunk_from = f.hi;
+        let id = f.id;
+        // One lowering per fetch per batch of actions: a second one in the same tick updates
+        // the first, which the driver has not applied yet. Two would be acknowledged in turn,
+        // and the first acknowledgement, naming the first far end, would hand back the bytes
+        // the second freed.
+        let queued = self.actions.iter().position(
+            |a| matches!(*a, Action::Shrink { fetch, .. } | Action::Cancel { fetch } if fetch == id),
+        );
+        if queued.is_none() {
+            f.shrunk_from = f.hi;
+        }
         f.hi = hi;
         f.shrunk = true;
-        if cancel {
+        let action = if cancel {
+            if !f.cancelled {
+                self.stats.cancels += 1;
+            }
             f.cancelled = true;
-            self.stats.cancels += 1;
-            self.actions.push_back(Action::Cancel { fetch: f.id });
+            Action::Cancel { fetch: id }
         } else {
-            self.actions.push_back(Action::Shrink { fetch: f.id, hi });
+            Action::Shrink { fetch: id, hi }
+        };
+        match queued {
+            // A queued cancel already stops the fetch where it is.
+            Some(k) if matches!(self.actions[k], Action::Cancel { .. }) => {}
+            Some(k) => self.actions[k] = action,
+            None => self.actions.push_back(action),
         }
         self.unassigned.insert(freed);
     }
@@ -1841,7 +1859,8 @@ impl Scheduler {
         let preempt = self.sources[v_src].preempt_time();
 
         // Gather takers; pick the one that minimises the makespan after the move.
-        let mut best: Option<(Taker, f64, f64)> = None; // (taker, x, after)
+        // (taker, x, makespan after, the later of victim's and taker's finishes after)
+        let mut best: Option<(Taker, f64, f64, f64)> = None;
         let mut consider = |tk: Taker, this: &Self| {
             if !(tk.rate.is_finite() && tk.rate > 0.0 && tk.delta.is_finite()) {
                 return;
@@ -1891,8 +1910,9 @@ impl Scheduler {
                     after = after.max(fi);
                 }
             }
-            if best.is_none_or(|(_, _, a)| after < a) {
-                best = Some((tk, x, after));
+            let pair = f_v_after.max(f_t_after);
+            if best.is_none_or(|(_, _, a, p)| after < a || (after == a && pair < p)) {
+                best = Some((tk, x, after, pair));
             }
         };
 
@@ -1980,7 +2000,7 @@ impl Scheduler {
             consider(tk, self);
         }
 
-        let Some((tk, x, after)) = best else {
+        let Some((tk, x, after, pair)) = best else {
             return;
         };
         let divergence = f_v - (t + tk.eta);
@@ -1997,7 +2017,13 @@ impl Scheduler {
         // A victim that will never finish (delivering nothing) is moved whenever a taker can
         // run: the gain is unbounded, even when another stuck fetch keeps the projected
         // makespan infinite after the move.
-        if policy.makespan_test && f_v.is_finite() && !gt(gain, tk.delta + preempt) {
+        // Fetches ending together bound each other's gain: moving work off the latest leaves
+        // the makespan at the next one's end. Such a move still pays when it ends the victim
+        // (and the taker's piece) more than a setup sooner without ending anything later than
+        // the makespan now; the next repair then takes on the next laggard.
+        let pays = gt(gain, tk.delta + preempt)
+            || (!gt(after, before) && gt(f_v - pair, tk.delta + preempt));
+        if policy.makespan_test && f_v.is_finite() && !pays {
             self.stats.refused_repairs += 1;
             return;
         }

@@ -367,6 +367,12 @@ fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
                         .iter_mut()
                         .find(|t| t.fetch == fetch)
                         .expect("a shrink names a live fetch");
+                    if std::env::var_os("HYDRA_TRACE").is_some() {
+                        eprintln!(
+                            "   shrink {fetch:?} to {hi}: transport hi {} pos {} reported {}",
+                            t.hi, t.pos, t.reported
+                        );
+                    }
                     prop_assert!(hi <= t.hi, "a shrink raised a far end");
                     // The transport may be ahead of what was reported: it keeps those bytes.
                     t.hi = hi.max(t.pos);
@@ -555,6 +561,24 @@ fn a_request_trimmed_after_a_shrink_keeps_only_what_its_fetch_still_owns() {
         concurrency: Concurrency::Search { start: 1 },
         resume: vec![],
         joins: vec![0],
+    };
+    property(w).unwrap();
+}
+
+/// Found by the property above once repairs could follow an admission of the same fetch in
+/// one tick: two lowerings of one fetch were queued, the first acknowledgement (naming the
+/// first far end) handed back the bytes the second had freed, and the next lowering raised
+/// the transport's far end.
+#[test]
+fn two_lowerings_of_one_fetch_in_one_tick_never_hand_back_what_the_second_freed() {
+    let w = World {
+        seed: 11893014101783218108,
+        size: 5320,
+        fates: vec![Fate::Flaky, Fate::Reliable],
+        caps: vec![Capabilities::HTTP; 2],
+        concurrency: Concurrency::Search { start: 1 },
+        resume: vec![],
+        joins: vec![0, 8],
     };
     property(w).unwrap();
 }

@@ -30,6 +30,9 @@ struct Link {
     /// A connection's ceiling climbs linearly from a tenth to all of `per_conn` over this long
     /// after its first byte (a slow start); zero = at once.
     ramp: Duration,
+    /// When its source is added (its probe answered); zero = at the start. Links that join
+    /// later come last, in the order they join.
+    joins_at: Duration,
 }
 
 #[derive(Debug)]
@@ -64,16 +67,22 @@ struct Run {
 }
 
 fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)>) -> Run {
-    let sources = links
-        .iter()
-        .map(|l| {
-            let mut s = SourceSpec::new(Capabilities::HTTP);
-            s.rtt = Some(l.rtt);
-            s.setup = Some(l.rtt + l.setup);
-            s
-        })
-        .collect();
-    let mut sched = Scheduler::new(size, sources, cfg);
+    let spec = |l: &Link| {
+        let mut s = SourceSpec::new(Capabilities::HTTP);
+        s.rtt = Some(l.rtt);
+        s.setup = Some(l.rtt + l.setup);
+        s
+    };
+    let at_start = links.iter().take_while(|l| l.joins_at.is_zero()).count();
+    assert!(
+        links[at_start..]
+            .windows(2)
+            .all(|w| w[0].joins_at <= w[1].joins_at),
+        "late links come last, in order"
+    );
+    let mut sched = Scheduler::new(size, links[..at_start].iter().map(spec).collect(), cfg);
+    sched.expect_sources(links.len() - at_start);
+    let mut added = at_start;
     let mut live: BTreeMap<FetchId, Live> = BTreeMap::new();
     let mut opened: BTreeSet<ConnId> = BTreeSet::new();
     // First byte of each open connection, for its ramp.
@@ -227,12 +236,16 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
             }
             sched.on_end(id, FetchEnd::Finished, now);
         }
+        while added < links.len() && now >= links[added].joins_at {
+            sched.add_source(spec(&links[added]));
+            added += 1;
+        }
         sched.tick(now);
     }
     Run {
         outcome: sched.outcome(),
         repairs: sched.stats().repairs,
-        reasons: (0..links.len())
+        reasons: (0..sched.source_count())
             .map(|s| sched.limit_reason(SourceId(s as u16)))
             .collect(),
         levels,
@@ -251,6 +264,7 @@ fn link(capacity_mb: f64, per_conn_mb: f64) -> Link {
         weights: &[],
         collapse: None,
         ramp: Duration::ZERO,
+        joins_at: Duration::ZERO,
     }
 }
 
@@ -573,4 +587,27 @@ fn a_mirror_collapsing_in_the_last_moments_does_not_keep_its_last_piece() {
             base.end
         );
     }
+}
+
+#[test]
+fn a_mirror_that_answers_late_takes_work_from_every_fetch_ending_last_not_just_one() {
+    // The three mirrors, and a fourth (3 MB/s, 600 ms round trip) whose probe answers at
+    // 600 ms. By the time it can take work the other three are balanced to end together, so
+    // moving work off any one of them leaves the makespan at the others' end: a repair priced
+    // on the makespan alone never paid, the late mirror idled, and the transfer ended at
+    // 4.9 s. Priced on the two fetches it changes (neither ending later than the makespan
+    // now), each laggard gives it a share in turn. The fluid end is about 4.0 s.
+    let mirror = |cap: f64, one_way_ms: u64| Link {
+        rtt: Duration::from_millis(2 * one_way_ms),
+        setup: Duration::ZERO,
+        ..link(cap, cap)
+    };
+    let late = Link {
+        joins_at: Duration::from_millis(600),
+        ..mirror(3.0, 300)
+    };
+    let links = [mirror(6.0, 20), mirror(3.0, 30), mirror(1.0, 40), late];
+    let r = run(48_000_000, &links, per_host(4), None);
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    assert!(r.end < Duration::from_millis(4_500), "{r:?}");
 }
