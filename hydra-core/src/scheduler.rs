@@ -539,6 +539,27 @@ impl Scheduler {
                     if !below.is_empty() && !above.is_empty() {
                         self.unassigned.insert(above);
                     }
+                    // A lowering of the request queued behind it was computed for its old
+                    // range: it goes with a request that goes, is dropped when the new far end
+                    // is already lower, and otherwise stays within the new range.
+                    let mut j = k + 1;
+                    while j < self.actions.len() {
+                        match &mut self.actions[j] {
+                            Action::Shrink { fetch, hi } if *fetch == g => {
+                                if new.is_empty() || *hi >= new.hi {
+                                    self.actions.remove(j);
+                                    continue;
+                                }
+                                *hi = (*hi).max(new.lo);
+                            }
+                            Action::Cancel { fetch } if *fetch == g && new.is_empty() => {
+                                self.actions.remove(j);
+                                continue;
+                            }
+                            _ => {}
+                        }
+                        j += 1;
+                    }
                     if new.is_empty() {
                         self.slots[gi].fetch = None;
                         self.stats.requests -= 1;

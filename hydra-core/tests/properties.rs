@@ -582,3 +582,21 @@ fn two_lowerings_of_one_fetch_in_one_tick_never_hand_back_what_the_second_freed(
     };
     property(w).unwrap();
 }
+
+/// Found by the long run once sources could join: a joiner's request split off a fetch and a
+/// repair lowered that request in the same tick; the fetch's acknowledgement (the transport
+/// had read past the split) trimmed the queued request away, and its queued lowering then
+/// named a fetch the driver never saw.
+#[test]
+fn a_queued_request_trimmed_away_takes_its_queued_lowering_with_it() {
+    let w = World {
+        seed: 908493057479144759,
+        size: 5980,
+        fates: vec![Fate::Reliable, Fate::Reliable],
+        caps: vec![Capabilities::HTTP; 2],
+        concurrency: Concurrency::Fixed(2),
+        resume: vec![ByteRange::new(5261, 5535), ByteRange::new(2581, 2858)],
+        joins: vec![0, 19],
+    };
+    property(w).unwrap();
+}
