@@ -20,6 +20,7 @@ use faultnet::units::{Dur, Rate};
 use hydra_core::Config;
 use hydra_scheme::{ByteRange, Endpoint, EngineOptions, SourceInput};
 use hydra_scheme_http::origin::object_bytes;
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -243,6 +244,12 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
             m.delay_ms
         );
     }
+    // Sources are numbered in the order they joined the transfer, not as listed.
+    let mirror_of: BTreeMap<String, usize> = inputs
+        .iter()
+        .enumerate()
+        .map(|(k, i)| (i.endpoint.to_string(), k))
+        .collect();
     let out = args.keep.clone().unwrap_or_else(|| dir.join("demo.bin"));
     let tty = std::io::stderr().is_terminal();
     let done = transfer(Job {
@@ -272,16 +279,21 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
     eprintln!(
         "hydra demo: {} bytes verified byte for byte in {:.2} s — fluid oracle {:.2} s, ratio {:.3}",
         size,
-        report.elapsed.as_secs_f64(),
+        done.elapsed.as_secs_f64(),
         oracle,
-        report.elapsed.as_secs_f64() / oracle
+        done.elapsed.as_secs_f64() / oracle
     );
     eprintln!(
         "  {} requests, {} repairs, {} admissions, {} bytes wasted past bounds",
         report.requests, report.repairs, report.admissions, report.waste_bytes
     );
     for (i, s) in done.probed.sources.iter().enumerate() {
-        let m = &mirrors[i.min(mirrors.len() - 1)];
+        let Some(m) = mirror_of
+            .get(&s.input.endpoint.to_string())
+            .map(|&k| &mirrors[k])
+        else {
+            continue;
+        };
         eprintln!(
             "  {} {:<5} {:5.1} % of the bytes; {}",
             m.name,

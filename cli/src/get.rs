@@ -110,7 +110,8 @@ pub struct GetArgs {
 pub struct Summary {
     /// Object size, bytes.
     pub size: u64,
-    /// Transfer time (after probing), seconds.
+    /// Time from the first probe to the last byte written, seconds (probing overlaps the
+    /// transfer: slower sources join it in flight).
     pub elapsed_s: f64,
     /// Bytes fetched by this run (the rest was already on disk).
     pub fetched: u64,
@@ -185,6 +186,8 @@ pub struct Job {
 pub struct Done {
     /// What the engine did.
     pub report: Report,
+    /// From the first probe to the engine's end (the last byte written and checked).
+    pub elapsed: Duration,
     /// The sources used.
     pub probed: Probed,
     /// Bytes fetched by this run.
@@ -232,12 +235,12 @@ pub async fn main(args: GetArgs) -> Exit {
     match result {
         Ok((done, output)) => {
             let r = &done.report;
-            let secs = r.elapsed.as_secs_f64().max(1e-9);
+            let secs = done.elapsed.as_secs_f64().max(1e-9);
             if ui.json {
                 emit(
                     "done",
                     json!({
-                        "output": output, "size": r.size, "elapsed_s": r.elapsed.as_secs_f64(),
+                        "output": output, "size": r.size, "elapsed_s": done.elapsed.as_secs_f64(),
                         "fetched": done.fetched, "already": done.already,
                         "requests": r.requests, "repairs": r.repairs, "admissions": r.admissions,
                         "waste_bytes": r.waste_bytes,
@@ -878,6 +881,7 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
         r = engine.run_joining(&probed, sink.clone(), &already, Some(tx), joining) => Some(r),
         _ = tokio::signal::ctrl_c() => None,
     };
+    let engine_done = std::time::Instant::now();
     let limits_seen = shown.await.unwrap_or_default();
     let _ = stop_tx.send(true);
     let _ = ck.await;
@@ -929,6 +933,7 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
     let _ = sync_dir(&output);
     let _ = std::fs::remove_file(&ctl_path);
     Ok(Done {
+        elapsed: engine_done.duration_since(probing.into_std()),
         report,
         fetched: sink.fetched(),
         already: already_bytes,
@@ -965,7 +970,7 @@ fn write_summary(path: &Path, done: &Done) -> Result<(), Failure> {
     let r = &done.report;
     let summary = Summary {
         size: r.size,
-        elapsed_s: r.elapsed.as_secs_f64(),
+        elapsed_s: done.elapsed.as_secs_f64(),
         fetched: done.fetched,
         already: done.already,
         requests: r.requests,

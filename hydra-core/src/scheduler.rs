@@ -1244,31 +1244,8 @@ impl Scheduler {
         // these slots included, pays one setup for its next request, counted as the work its
         // rate could have done meanwhile: without it a fast slot left a slow one the last
         // piece, which its setup then made the last to finish.
-        let t = now.as_secs_f64();
-        let (mut work, mut others) = (total as f64, 0.0);
-        for i in 0..self.slots.len() {
-            let Some(f) = self.slots[i].fetch.as_ref().filter(|f| !f.cancelled) else {
-                continue;
-            };
-            let src = self.slots[i].source.0 as usize;
-            let left = f.left() as f64;
-            work += left;
-            let to_go = self.finish_time(i, now) - t;
-            let r = if to_go.is_nan() {
-                self.conn_rate(src)
-            } else if to_go.is_finite() && to_go > 0.0 {
-                left / to_go
-            } else {
-                0.0
-            };
-            let d = self.sources[src].delta_for(true);
-            if r.is_finite() && r > 0.0 {
-                others += r;
-                if d.is_finite() {
-                    work += r * d;
-                }
-            }
-        }
+        let (work, others) = self.in_flight_load(now);
+        let work = work + total as f64;
         let horizon_of = |fill: &[(usize, usize, f64)]| {
             let (mut w_work, mut wsum) = (work, others);
             for &(src, slot, w) in fill {
@@ -1632,7 +1609,11 @@ impl Scheduler {
                     break;
                 };
                 let x = if d_t.is_finite() {
-                    equalise(left, r_v, 0.0, d_t, r_t)
+                    // No more than it can do by the fluid end with it: a joiner whose rate is
+                    // a guess must not hold the last bytes.
+                    let (work, rate) = self.in_flight_load(now);
+                    let h = (work + r_t * d_t) / (rate + r_t);
+                    equalise(left, r_v, 0.0, d_t, r_t).min(r_t * (h - d_t))
                 } else {
                     left * r_t / (r_v + r_t)
                 };
@@ -1645,6 +1626,39 @@ impl Scheduler {
                 self.stats.joins += 1;
             }
         }
+    }
+
+    /// The fetches in flight as fluid work: (bytes left, plus one setup's worth of bytes at
+    /// each one's rate; the sum of their rates). Each counts at the rate its projected finish
+    /// implies (a stalled one adds bytes but no rate); one not yet measured, at its source's
+    /// rate. See [`Scheduler::assign`].
+    fn in_flight_load(&self, now: Duration) -> (f64, f64) {
+        let t = now.as_secs_f64();
+        let (mut work, mut rate) = (0.0, 0.0);
+        for i in 0..self.slots.len() {
+            let Some(f) = self.slots[i].fetch.as_ref().filter(|f| !f.cancelled) else {
+                continue;
+            };
+            let src = self.slots[i].source.0 as usize;
+            let left = f.left() as f64;
+            work += left;
+            let to_go = self.finish_time(i, now) - t;
+            let r = if to_go.is_nan() {
+                self.conn_rate(src)
+            } else if to_go.is_finite() && to_go > 0.0 {
+                left / to_go
+            } else {
+                0.0
+            };
+            let d = self.sources[src].delta_for(true);
+            if r.is_finite() && r > 0.0 {
+                rate += r;
+                if d.is_finite() {
+                    work += r * d;
+                }
+            }
+        }
+        (work, rate)
     }
 
     /// The mean per-connection rate over the sources that have one, and whether any has
