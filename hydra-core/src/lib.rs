@@ -17,7 +17,10 @@
 //! - [`Scheduler::on_data`] — bytes of a fetch were written to the sink at an offset, in order;
 //! - [`Scheduler::on_shrink_applied`] — where a shrunk or cancelled fetch will really stop;
 //! - [`Scheduler::on_end`] — a fetch ended (finished, cancelled, failed);
-//! - [`Scheduler::on_source_dead`] — a source is unusable from now on.
+//! - [`Scheduler::on_source_dead`] — a source is unusable from now on;
+//! - [`Scheduler::add_source`] — a source whose probe answered after the start joins (its first
+//!   work is split off the fetch projected to end last); [`Scheduler::expect_sources`] says how
+//!   many may still join, and while any may, losing every source is not a failure.
 //!
 //! **Clock**: [`Scheduler::tick`]`(now)` runs the kernel; [`Scheduler::next_deadline`] says when
 //! to call it again if nothing arrives.
@@ -30,9 +33,10 @@
 //! After executing a `Shrink` or `Cancel` the driver reports the far end the transport really
 //! stops at with `on_shrink_applied` **before polling the next action** (bytes it had already
 //! claimed cannot be taken back; the scheduler trims any request queued in the same tick so no
-//! byte is ever requested twice). [`Scheduler::poll_notice`] drains [`Notice`]s for people.
+//! byte is ever requested twice). A tick queues at most one `Shrink` or `Cancel` per fetch. [`Scheduler::poll_notice`] drains [`Notice`]s for people.
 //!
-//! **Call order**: `new` → optional `mark_done` (resume) → loop { inputs… → `tick(now)` →
+//! **Call order**: `new` → optional `mark_done` (resume) → loop { inputs… (`add_source` among
+//! them) → `tick(now)` →
 //! drain `poll_action` (with `on_shrink_applied` after each shrink/cancel) } until
 //! [`Scheduler::outcome`] is `Some`.
 //!

@@ -6,6 +6,9 @@
 //!    first source that answered: same size, and — when both have one — the same strong
 //!    validator (weak validators never prove two sources equal, so they neither join nor split
 //!    sources). A source that disagrees is dropped with its reason; it is never combined.
+//!    [`Engine::probe_first`] returns once the first source has answered and the others have
+//!    had [`EngineOptions::probe_grace`] to follow; later answers arrive through a
+//!    [`Joining`], which [`Engine::run_joining`] turns into sources added in flight.
 //! 2. [`Engine::run`] builds the scheduler with each source's declared [`Capabilities`]
 //!    (adjusted by what the probe saw: a source that ignores ranges is driven as one stream
 //!    from byte 0) and its measured setup cost, then loops: observations in → `tick(now)` →
