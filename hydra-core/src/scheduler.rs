@@ -1617,12 +1617,9 @@ impl Scheduler {
                 } else {
                     left * r_t / (r_v + r_t)
                 };
-                let Some(cut) = self.cut_point(vi, x) else {
+                if !self.split_off(vi, x, slot, src, now) {
                     break;
-                };
-                let hi = self.slots[vi].fetch.as_ref().expect("live").hi;
-                self.shrink(vi, cut, false);
-                self.request(slot, src, ByteRange::new(cut, hi), now);
+                }
                 self.stats.joins += 1;
             }
         }
@@ -1721,13 +1718,21 @@ impl Scheduler {
         let r_v = self.fetch_rate(vi, mean);
         let left = self.slots[vi].fetch.as_ref().expect("live").left() as f64;
         let x = equalise(left, r_v, 0.0, d_t, r_t);
-        let Some(cut) = self.cut_point(vi, x) else {
-            return;
+        if self.split_off(vi, x, slot, src, now) {
+            self.stats.admissions += 1;
+        }
+    }
+
+    /// Moves about `x` bytes off the tail of the fetch on `victim` to a new request of `src` on
+    /// `slot` (see [`Scheduler::cut_point`]); false when the move would be under a piece.
+    fn split_off(&mut self, victim: usize, x: f64, slot: usize, src: usize, now: Duration) -> bool {
+        let Some(cut) = self.cut_point(victim, x) else {
+            return false;
         };
-        let hi = self.slots[vi].fetch.as_ref().expect("live").hi;
-        self.shrink(vi, cut, false);
+        let hi = self.slots[victim].fetch.as_ref().expect("live").hi;
+        self.shrink(victim, cut, false);
         self.request(slot, src, ByteRange::new(cut, hi), now);
-        self.stats.admissions += 1;
+        true
     }
 
     // ---------------------------------------------------------------- repair

@@ -268,6 +268,16 @@ fn link(capacity_mb: f64, per_conn_mb: f64) -> Link {
     }
 }
 
+/// A mirror one connection fills: `cap` MB/s, `one_way_ms` each way, no setup beyond the
+/// round trip.
+fn mirror(cap: f64, one_way_ms: u64) -> Link {
+    Link {
+        rtt: Duration::from_millis(2 * one_way_ms),
+        setup: Duration::ZERO,
+        ..link(cap, cap)
+    }
+}
+
 fn per_host(n: usize) -> Config {
     Config {
         per_host: n,
@@ -356,11 +366,6 @@ fn an_admission_never_takes_the_whole_range_of_a_connection_still_waiting_for_it
     // connection fills each link). Each source admits a second connection within a round trip
     // of the one before, when that newcomer has no first byte yet; counted as delivering
     // nothing, it gave its whole range to the next admission, the slowest mirror's.
-    let mirror = |cap: f64, one_way_ms: u64| Link {
-        rtt: Duration::from_millis(2 * one_way_ms),
-        setup: Duration::ZERO,
-        ..link(cap, cap)
-    };
     let links = [mirror(6.0, 20), mirror(3.0, 30), mirror(1.0, 40)];
     let r = run(48_000_000, &links, per_host(4), None);
     assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
@@ -597,11 +602,6 @@ fn a_mirror_that_answers_late_takes_work_from_every_fetch_ending_last_not_just_o
     // on the makespan alone never paid, the late mirror idled, and the transfer ended at
     // 4.9 s. Priced on the two fetches it changes (neither ending later than the makespan
     // now), each laggard gives it a share in turn. The fluid end is about 4.0 s.
-    let mirror = |cap: f64, one_way_ms: u64| Link {
-        rtt: Duration::from_millis(2 * one_way_ms),
-        setup: Duration::ZERO,
-        ..link(cap, cap)
-    };
     let late = Link {
         joins_at: Duration::from_millis(600),
         ..mirror(3.0, 300)
