@@ -173,6 +173,27 @@ pub struct SourceSpec {
     pub setup: Option<Duration>,
     /// Round trip time, used to price `preempt_cost_rtt`. Defaults to the pooled setup cost.
     pub rtt: Option<Duration>,
+    /// What an earlier transfer's search found on this host, if the caller kept it. Under
+    /// [`Concurrency::Search`] the source opens that many connections (within its ceilings)
+    /// in the first split instead of climbing to them. Ignored under [`Concurrency::Fixed`].
+    pub remembered: Option<Remembered>,
+}
+
+/// A connection count an earlier search settled on for a host
+/// ([`Scheduler::learned`](crate::Scheduler::learned)), kept by the caller: the CLI keeps one
+/// per host for a day.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Remembered {
+    /// Connections the search settled on.
+    pub connections: usize,
+    /// It stopped only because it reached a ceiling, so every level up to it paid. Under a
+    /// higher ceiling the search climbs on from `connections`; otherwise it searches no
+    /// further.
+    pub at_ceiling: bool,
+    /// The fraction of a sibling connection's rate the search measured as additive capacity
+    /// (what [`RepairPolicy::shared_bottleneck_guard`] credits); `None` if no level was
+    /// compared with the one below it.
+    pub additivity: Option<f64>,
 }
 
 impl SourceSpec {
@@ -184,6 +205,7 @@ impl SourceSpec {
             prior: None,
             setup: None,
             rtt: None,
+            remembered: None,
         }
     }
 }

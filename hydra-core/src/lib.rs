@@ -99,7 +99,7 @@ pub mod limit;
 pub mod scheduler;
 pub mod types;
 
-pub use config::{Concurrency, Config, RepairPolicy, SearchPolicy, SourceSpec};
+pub use config::{Concurrency, Config, Remembered, RepairPolicy, SearchPolicy, SourceSpec};
 pub use detector::{CollapseDetector, DetectorConfig, Grade};
 pub use interval::RangeSet;
 pub use limit::LimitReason;

@@ -62,6 +62,14 @@ pub enum LimitReason {
         /// Connections that were serving when it refused.
         serving: usize,
     },
+    /// The count an earlier transfer's search found on this host ([`Remembered`]): opened at
+    /// the start, no level measured.
+    ///
+    /// [`Remembered`]: crate::Remembered
+    Remembered {
+        /// Connections serving.
+        serving: usize,
+    },
     /// Too little work was left to measure another level.
     Starved {
         /// Connections serving.
@@ -131,6 +139,11 @@ impl fmt::Display for LimitReason {
             LimitReason::Refused { serving } => {
                 write!(f, "{serving} {}: the source refused more", plural(serving))
             }
+            LimitReason::Remembered { serving } => write!(
+                f,
+                "{serving} {}: remembered from an earlier search on this host",
+                plural(serving)
+            ),
             LimitReason::Starved { serving } => write!(
                 f,
                 "{serving} {}: too little left to try another",

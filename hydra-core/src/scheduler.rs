@@ -1,6 +1,6 @@
 //! The scheduler: who fetches which bytes, from where, and when to move work.
 
-use crate::config::{Concurrency, Config, SourceSpec};
+use crate::config::{Concurrency, Config, Remembered, SourceSpec};
 use crate::detector::{CollapseDetector, Grade};
 use crate::interval::RangeSet;
 use crate::limit::LimitReason;
@@ -219,15 +219,34 @@ impl Source {
         }
         let (level, search, limit) = match cfg.concurrency {
             Concurrency::Fixed(n) => (n.clamp(1, ceiling), SearchState::Off, LimitReason::None),
-            Concurrency::Search { start } => {
-                let l = start.clamp(1, ceiling);
-                (
-                    l,
-                    SearchState::Settling,
-                    LimitReason::Measuring { level: l },
-                )
-            }
+            Concurrency::Search { start } => match spec.remembered {
+                Some(r) if r.at_ceiling && r.connections < ceiling => {
+                    // Every level up to it paid: climb on from there.
+                    let l = r.connections.max(start).clamp(1, ceiling);
+                    (
+                        l,
+                        SearchState::Settling,
+                        LimitReason::Measuring { level: l },
+                    )
+                }
+                Some(r) => {
+                    let l = r.connections.clamp(1, ceiling);
+                    (l, SearchState::Done, LimitReason::Remembered { serving: l })
+                }
+                None => {
+                    let l = start.clamp(1, ceiling);
+                    (
+                        l,
+                        SearchState::Settling,
+                        LimitReason::Measuring { level: l },
+                    )
+                }
+            },
         };
+        let additivity = spec
+            .remembered
+            .filter(|_| matches!(cfg.concurrency, Concurrency::Search { .. }))
+            .and_then(|r| r.additivity);
         Source {
             delta_hint: spec.setup.map_or(f64::NAN, |d| d.as_secs_f64()),
             spec,
@@ -242,7 +261,7 @@ impl Source {
             search,
             prev_level: None,
             limit,
-            additivity: None,
+            additivity,
             joining: false,
         }
     }
@@ -732,6 +751,31 @@ impl Scheduler {
     /// Why `source` has the connections it has.
     pub fn limit_reason(&self, source: SourceId) -> LimitReason {
         self.sources[source.0 as usize].limit
+    }
+    /// What the search found for `source` that a later transfer from the same host may start
+    /// from ([`SourceSpec::remembered`]): the count it settled on by comparing levels, the
+    /// ceiling every level up to which paid, or the count at which the source refused more.
+    /// `None` while it searches, when it stopped for want of work or because the path changed
+    /// (nothing was learned about connection count), when it started from a remembered count,
+    /// and when the source died.
+    pub fn learned(&self, source: SourceId) -> Option<Remembered> {
+        let s = &self.sources[source.0 as usize];
+        if s.dead || s.search != SearchState::Done {
+            return None;
+        }
+        let (connections, at_ceiling) = match s.limit {
+            LimitReason::Measured { chosen, .. } => (chosen, false),
+            LimitReason::Diminishing { serving, .. } | LimitReason::Refused { serving } => {
+                (serving, false)
+            }
+            LimitReason::Ceiling { serving } => (serving, true),
+            _ => return None,
+        };
+        Some(Remembered {
+            connections,
+            at_ceiling,
+            additivity: s.additivity,
+        })
     }
     /// Connections the search currently admits for `source`.
     pub fn level(&self, source: SourceId) -> usize {

@@ -16,7 +16,7 @@
 
 use hydra_core::{
     Action, ByteRange, Capabilities, Concurrency, Config, Failure, FetchEnd, FetchId, Outcome,
-    Scheduler, Session, SourceId, SourceSpec,
+    Remembered, Scheduler, Session, SourceId, SourceSpec,
 };
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -60,6 +60,8 @@ struct World {
     /// The step at which each source is added, non-decreasing; the first source's is 0.
     /// Sources with step 0 are given to `Scheduler::new`, the rest to `add_source` then.
     joins: Vec<u32>,
+    /// What an earlier search found on each source's host (missing entries: nothing).
+    remembered: Vec<Option<Remembered>>,
 }
 
 fn world() -> impl Strategy<Value = World> {
@@ -82,39 +84,53 @@ fn world() -> impl Strategy<Value = World> {
         prop::collection::vec((0u64..6000, 0u64..800), 0..3),
         prop::collection::vec((any::<bool>(), 0u8..3), 4),
         prop::collection::vec(prop_oneof![2 => Just(0u32), 1 => 1u32..40], 4),
+        prop::collection::vec(prop::option::of((0usize..7, any::<bool>())), 4),
     )
-        .prop_map(|(seed, size, fates, concurrency, resume, capbits, joins)| {
-            let caps = fates
-                .iter()
-                .enumerate()
-                .map(|(i, _)| {
-                    let (ranged, pc) = capbits[i];
-                    Capabilities {
-                        // The first source is always ranged so the object is servable.
-                        ranged: ranged || i == 0,
-                        preempt_cost_rtt: f64::from(pc),
-                        client_bounded_ranges: pc == 0,
-                        ..Capabilities::HTTP
-                    }
-                })
-                .collect();
-            let resume = resume
-                .into_iter()
-                .map(|(lo, len)| ByteRange::new(lo.min(size), (lo + len).min(size)))
-                .collect();
-            let mut joins: Vec<u32> = joins[..fates.len()].to_vec();
-            joins[0] = 0;
-            joins.sort_unstable();
-            World {
-                seed,
-                size,
-                fates,
-                caps,
-                concurrency,
-                resume,
-                joins,
-            }
-        })
+        .prop_map(
+            |(seed, size, fates, concurrency, resume, capbits, joins, memory)| {
+                let caps = fates
+                    .iter()
+                    .enumerate()
+                    .map(|(i, _)| {
+                        let (ranged, pc) = capbits[i];
+                        Capabilities {
+                            // The first source is always ranged so the object is servable.
+                            ranged: ranged || i == 0,
+                            preempt_cost_rtt: f64::from(pc),
+                            client_bounded_ranges: pc == 0,
+                            ..Capabilities::HTTP
+                        }
+                    })
+                    .collect();
+                let resume = resume
+                    .into_iter()
+                    .map(|(lo, len)| ByteRange::new(lo.min(size), (lo + len).min(size)))
+                    .collect();
+                let mut joins: Vec<u32> = joins[..fates.len()].to_vec();
+                joins[0] = 0;
+                joins.sort_unstable();
+                let remembered = memory
+                    .into_iter()
+                    .map(|m| {
+                        m.map(|(connections, at_ceiling)| Remembered {
+                            connections,
+                            at_ceiling,
+                            additivity: Some(0.6),
+                        })
+                    })
+                    .collect();
+                World {
+                    seed,
+                    size,
+                    fates,
+                    caps,
+                    concurrency,
+                    resume,
+                    joins,
+                    remembered,
+                }
+            },
+        )
 }
 
 fn config(concurrency: Concurrency) -> Config {
@@ -171,12 +187,13 @@ struct Run {
 
 fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
     let mut rng = ChaCha8Rng::seed_from_u64(w.seed);
-    let spec = |c: &Capabilities| SourceSpec {
+    let spec = |i: usize| SourceSpec {
         setup: Some(Duration::from_millis(100)),
-        ..SourceSpec::new(*c)
+        remembered: w.remembered.get(i).copied().flatten(),
+        ..SourceSpec::new(w.caps[i])
     };
     let at_start = w.joins.iter().filter(|&&j| j == 0).count();
-    let specs: Vec<SourceSpec> = w.caps[..at_start].iter().map(spec).collect();
+    let specs: Vec<SourceSpec> = (0..at_start).map(spec).collect();
     let mut s = Scheduler::new(w.size, specs, config(w.concurrency));
     s.expect_sources(w.caps.len() - at_start);
     let mut added = at_start;
@@ -328,7 +345,7 @@ fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
         check_partition(&s, step)?;
 
         while added < w.caps.len() && w.joins[added] <= step {
-            let id = s.add_source(spec(&w.caps[added]));
+            let id = s.add_source(spec(added));
             prop_assert_eq!(usize::from(id.0), added, "sources are numbered as added");
             added += 1;
             // A source that joins restarts the clock on progress.
@@ -505,6 +522,7 @@ fn a_transfer_with_every_source_dead_fails_instead_of_waiting_forever() {
         concurrency: Concurrency::Fixed(2),
         resume: vec![],
         joins: vec![0, 0],
+        remembered: vec![],
     };
     let run = drive(&w, 6000).unwrap();
     assert!(matches!(run.outcome, Some(Outcome::Failed(_))));
@@ -521,6 +539,7 @@ fn a_transfer_whose_sources_all_died_waits_for_one_still_to_join_and_completes_w
         resume: vec![],
         // Long after the first source is dead (6 failures with backoffs up to 0.8 s).
         joins: vec![0, 150],
+        remembered: vec![],
     };
     let run = drive(&w, 6000).unwrap();
     assert_eq!(run.outcome, Some(Outcome::Complete));
@@ -561,6 +580,7 @@ fn a_request_trimmed_after_a_shrink_keeps_only_what_its_fetch_still_owns() {
         concurrency: Concurrency::Search { start: 1 },
         resume: vec![],
         joins: vec![0],
+        remembered: vec![],
     };
     property(w).unwrap();
 }
@@ -579,6 +599,7 @@ fn two_lowerings_of_one_fetch_in_one_tick_never_hand_back_what_the_second_freed(
         concurrency: Concurrency::Search { start: 1 },
         resume: vec![],
         joins: vec![0, 8],
+        remembered: vec![],
     };
     property(w).unwrap();
 }
@@ -597,6 +618,7 @@ fn a_queued_request_trimmed_away_takes_its_queued_lowering_with_it() {
         concurrency: Concurrency::Fixed(2),
         resume: vec![ByteRange::new(5261, 5535), ByteRange::new(2581, 2858)],
         joins: vec![0, 19],
+        remembered: vec![],
     };
     property(w).unwrap();
 }

@@ -7,7 +7,7 @@
 
 use hydra_core::{
     Action, Capabilities, Config, ConnId, FetchEnd, FetchId, LimitReason, Notice, Outcome,
-    Scheduler, Session, SourceId, SourceSpec,
+    Remembered, Scheduler, Session, SourceId, SourceSpec,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -33,6 +33,8 @@ struct Link {
     /// When its source is added (its probe answered); zero = at the start. Links that join
     /// later come last, in the order they join.
     joins_at: Duration,
+    /// What an earlier transfer's search found on this source's host.
+    remembered: Option<Remembered>,
 }
 
 #[derive(Debug)]
@@ -64,6 +66,10 @@ struct Run {
     end: Duration,
     /// Requests whose whole range moved away before they delivered a byte.
     emptied: u32,
+    /// What each source's search found for the next transfer from its host.
+    learned: Vec<Option<Remembered>>,
+    /// Connections opened over the whole run.
+    connections: usize,
 }
 
 fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)>) -> Run {
@@ -71,6 +77,7 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
         let mut s = SourceSpec::new(Capabilities::HTTP);
         s.rtt = Some(l.rtt);
         s.setup = Some(l.rtt + l.setup);
+        s.remembered = l.remembered;
         s
     };
     let at_start = links.iter().take_while(|l| l.joins_at.is_zero()).count();
@@ -248,10 +255,14 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
         reasons: (0..sched.source_count())
             .map(|s| sched.limit_reason(SourceId(s as u16)))
             .collect(),
+        learned: (0..sched.source_count())
+            .map(|s| sched.learned(SourceId(s as u16)))
+            .collect(),
         levels,
         trials,
         end: now,
         emptied,
+        connections: opened.len(),
     }
 }
 
@@ -265,6 +276,7 @@ fn link(capacity_mb: f64, per_conn_mb: f64) -> Link {
         collapse: None,
         ramp: Duration::ZERO,
         joins_at: Duration::ZERO,
+        remembered: None,
     }
 }
 
@@ -358,6 +370,76 @@ fn on_the_headroom_path_doubling_reaches_four_connections_after_two_levels() {
     // turn) cost about 1.2 s; 100 ms windows and a measurement that overlaps the settling
     // bring each level to about 0.35 s and the whole ramp to about 0.4 s.
     assert!(r.end < Duration::from_millis(8_600), "{r:?}");
+}
+
+#[test]
+fn a_count_learned_on_the_headroom_path_opens_at_once_the_next_time_and_skips_the_ramp() {
+    let cold = run(32_000_000, &[link(4.0, 1.2)], per_host(4), None);
+    let learned = cold.learned[0].expect("a search that reached its ceiling teaches its count");
+    assert_eq!(learned.connections, 4, "{cold:?}");
+    assert!(learned.at_ceiling, "{cold:?}");
+    let warm_link = Link {
+        remembered: Some(learned),
+        ..link(4.0, 1.2)
+    };
+    let warm = run(32_000_000, &[warm_link], per_host(4), None);
+    assert_eq!(warm.outcome, Some(Outcome::Complete), "{warm:?}");
+    assert!(warm.levels[0].is_empty(), "no level is measured: {warm:?}");
+    assert_eq!(warm.reasons[0], LimitReason::Remembered { serving: 4 });
+    assert_eq!(
+        warm.learned[0], None,
+        "a remembered count is not learned again"
+    );
+    // The oracle is 8 s plus one setup; the cold run's ramp costs about 0.4 s of it.
+    assert!(
+        warm.end + Duration::from_millis(250) < cold.end,
+        "warm {:?}, cold {:?}",
+        warm.end,
+        cold.end
+    );
+    assert!(warm.end < Duration::from_millis(8_150), "{warm:?}");
+}
+
+#[test]
+fn a_count_remembered_at_a_lower_ceiling_is_climbed_from_not_from_one() {
+    let l = Link {
+        remembered: Some(Remembered {
+            connections: 2,
+            at_ceiling: true,
+            additivity: Some(1.0),
+        }),
+        ..link(4.0, 1.2)
+    };
+    let r = run(32_000_000, &[l], per_host(4), None);
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    assert_eq!(r.levels[0], vec![4], "{r:?}");
+    assert_eq!(r.reasons[0], LimitReason::Ceiling { serving: 4 }, "{r:?}");
+}
+
+#[test]
+fn on_a_link_one_connection_saturates_a_remembered_count_of_one_opens_no_trial_connection() {
+    let cold = run(24_000_000, &[link(4.0, 4.0)], per_host(4), None);
+    let learned = cold.learned[0].expect("a measured level teaches its count");
+    assert_eq!(learned.connections, 1, "{cold:?}");
+    assert!(!learned.at_ceiling, "{cold:?}");
+    assert!(
+        cold.connections >= 2,
+        "the cold search tries a second: {cold:?}"
+    );
+    let warm_link = Link {
+        remembered: Some(learned),
+        ..link(4.0, 4.0)
+    };
+    let warm = run(24_000_000, &[warm_link], per_host(4), None);
+    assert_eq!(warm.outcome, Some(Outcome::Complete), "{warm:?}");
+    assert_eq!(warm.connections, 1, "{warm:?}");
+    assert_eq!(warm.reasons[0], LimitReason::Remembered { serving: 1 });
+    assert!(
+        warm.end <= cold.end,
+        "warm {:?}, cold {:?}",
+        warm.end,
+        cold.end
+    );
 }
 
 #[test]
