@@ -224,7 +224,7 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
             .cloned()
             .ok_or_else(|| internal(format!("no scheme for {endpoint}")))?;
         labels.push(format!("{} {}", m.name, scheme.name()));
-        inputs.push(SourceInput { endpoint, scheme });
+        inputs.push(SourceInput::new(endpoint, scheme));
     }
     eprintln!(
         "hydra demo: {} MB from {} mirrors over three protocols, each behind an emulated link:",

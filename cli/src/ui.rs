@@ -248,6 +248,7 @@ pub fn serving(r: &LimitReason) -> usize {
         | LimitReason::Diminishing { serving, .. }
         | LimitReason::PathChanged { serving, .. }
         | LimitReason::Refused { serving }
+        | LimitReason::Remembered { serving }
         | LimitReason::Starved { serving } => serving,
     }
 }

@@ -34,7 +34,7 @@ use crate::writer::{FetchEvent, FetchEventKind, RangeWriter};
 use crate::RangeBound;
 use hydra_core::{
     Action, ByteRange, Capabilities, Concurrency, Config, ConnId, FetchEnd, FetchId, LimitReason,
-    Notice, Outcome, RangeSet, Scheduler, Session, SourceId, SourceSpec,
+    Notice, Outcome, RangeSet, Remembered, Scheduler, Session, SourceId, SourceSpec,
 };
 use std::collections::BTreeMap;
 use std::fmt;
@@ -88,25 +88,43 @@ impl EngineOptions {
     /// first fetches the one from 0 would end at a split while a primed response runs to the
     /// end of the object, so the rest would cross the wire as waste and its connection could
     /// not be reused.
-    pub fn primes(&self, sources: usize) -> bool {
+    pub fn primes(&self, sources: &[SourceInput]) -> bool {
+        let [only] = sources else {
+            return false;
+        };
         let one = match self.config.concurrency {
-            Concurrency::Search { start } => start <= 1,
+            Concurrency::Search { start } => {
+                start <= 1 && only.remembered.is_none_or(|r| r.connections <= 1)
+            }
             Concurrency::Fixed(n) => n <= 1,
         };
-        self.prime_first_probe && sources == 1 && one
+        self.prime_first_probe && one
     }
 }
 
-/// A source given to the engine: where, and which scheme serves it.
+/// A source given to the engine: where, which scheme serves it, and what an earlier transfer
+/// learned about its host.
 #[derive(Clone)]
 pub struct SourceInput {
     /// The source's endpoint.
     pub endpoint: Endpoint,
     /// The scheme that serves it.
     pub scheme: Arc<dyn Scheme>,
+    /// The connection count an earlier search found on this host
+    /// ([`SourceSpec::remembered`], [`Report::learned`]); `None` to search from the start.
+    pub remembered: Option<Remembered>,
 }
 
 impl SourceInput {
+    /// `endpoint`, served by `scheme`, with nothing remembered.
+    pub fn new(endpoint: Endpoint, scheme: Arc<dyn Scheme>) -> Self {
+        SourceInput {
+            endpoint,
+            scheme,
+            remembered: None,
+        }
+    }
+
     /// Probes the source, primed or not ([`Scheme::probe_primed`]).
     pub async fn probe(&self, primed: bool) -> Result<Probe, SchemeError> {
         if primed {
@@ -122,6 +140,7 @@ impl fmt::Debug for SourceInput {
         f.debug_struct("SourceInput")
             .field("endpoint", &self.endpoint)
             .field("scheme", &self.scheme.name())
+            .field("remembered", &self.remembered)
             .finish()
     }
 }
@@ -320,6 +339,9 @@ pub struct Report {
     pub bytes_per_source: Vec<u64>,
     /// Why each source ended with the connections it had.
     pub limits: Vec<LimitReason>,
+    /// What each source's search found that a later transfer from its host may start from
+    /// ([`Scheduler::learned`]), in the order of [`Report::bytes_per_source`].
+    pub learned: Vec<Option<Remembered>>,
     /// Fetch failures per source, with the last error.
     pub failures: Vec<(u64, Option<String>)>,
     /// Sources that joined during the transfer ([`Engine::run_joining`]), in the order they
@@ -395,7 +417,7 @@ impl Engine {
             return Err(EngineError::NoSources);
         }
         let timeout = self.opts.probe_timeout;
-        let prime = self.opts.primes(sources.len());
+        let prime = self.opts.primes(&sources);
         let tasks: Vec<_> = sources
             .into_iter()
             .map(|input| {
@@ -463,7 +485,7 @@ impl Engine {
             return Err(EngineError::NoSources);
         }
         let timeout = self.opts.probe_timeout;
-        let prime = self.opts.primes(sources.len());
+        let prime = self.opts.primes(&sources);
         let n = sources.len();
         let probing = tokio::time::Instant::now();
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -878,6 +900,9 @@ impl Engine {
             limits: (0..sources.len())
                 .map(|i| sched.limit_reason(SourceId(i as u16)))
                 .collect(),
+            learned: (0..sources.len())
+                .map(|i| sched.learned(SourceId(i as u16)))
+                .collect(),
             failures,
             joined,
             dropped: late_dropped,
@@ -893,6 +918,7 @@ fn spec_of(s: &ProbedSource) -> SourceSpec {
     SourceSpec {
         setup: Some(s.probe.connect + s.probe.first_byte),
         rtt: Some(s.probe.first_byte),
+        remembered: s.input.remembered,
         ..SourceSpec::new(caps)
     }
 }

@@ -181,10 +181,10 @@ async fn transfer_with(
         probe_timeout: limit,
         ..EngineOptions::default()
     });
-    let input = SourceInput {
-        endpoint: Endpoint::parse("paced://127.0.0.1:9/object").expect("url"),
-        scheme: scheme.clone(),
-    };
+    let input = SourceInput::new(
+        Endpoint::parse("paced://127.0.0.1:9/object").expect("url"),
+        scheme.clone(),
+    );
     let probed = engine.probe(vec![input]).await.expect("probe");
     let sink = Arc::new(MemorySink::new(SIZE as usize));
     let none = RangeSet::new();

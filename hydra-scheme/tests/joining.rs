@@ -105,10 +105,10 @@ fn engine() -> Engine {
 }
 
 fn input(port: u16, scheme: &Arc<Fake>) -> SourceInput {
-    SourceInput {
-        endpoint: Endpoint::parse(&format!("fake://127.0.0.1:{port}/object")).expect("url"),
-        scheme: scheme.clone(),
-    }
+    SourceInput::new(
+        Endpoint::parse(&format!("fake://127.0.0.1:{port}/object")).expect("url"),
+        scheme.clone(),
+    )
 }
 
 /// Probes with [`Engine::probe_first`] and runs with the sources that join; checks that the

@@ -122,14 +122,14 @@ async fn a_transfer_holding_every_byte_does_not_wait_for_a_fetch_stuck_on_a_hung
         ..EngineOptions::default()
     });
     let inputs = vec![
-        SourceInput {
-            endpoint: Endpoint::parse("fake://127.0.0.1:1/object").expect("url"),
-            scheme: steady.clone(),
-        },
-        SourceInput {
-            endpoint: Endpoint::parse("fake://127.0.0.1:2/object").expect("url"),
-            scheme: hung.clone(),
-        },
+        SourceInput::new(
+            Endpoint::parse("fake://127.0.0.1:1/object").expect("url"),
+            steady.clone(),
+        ),
+        SourceInput::new(
+            Endpoint::parse("fake://127.0.0.1:2/object").expect("url"),
+            hung.clone(),
+        ),
     ];
     let probed = engine.probe(inputs).await.expect("probe");
     let sink = Arc::new(MemorySink::new(SIZE as usize));

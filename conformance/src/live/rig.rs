@@ -133,10 +133,10 @@ impl Rig {
         self.urls
             .iter()
             .map(|u| {
-                Ok(SourceInput {
-                    endpoint: Endpoint::parse(u).map_err(|e| LiveError::Url(e.to_string()))?,
-                    scheme: scheme.clone(),
-                })
+                Ok(SourceInput::new(
+                    Endpoint::parse(u).map_err(|e| LiveError::Url(e.to_string()))?,
+                    scheme.clone(),
+                ))
             })
             .collect()
     }

@@ -60,9 +60,11 @@ async fn ftp_mirrors_survive_a_collapse_byte_exact_and_no_byte_crosses_twice_bey
     );
     let inputs = [&pa, &pb]
         .iter()
-        .map(|p| SourceInput {
-            endpoint: Endpoint::parse(&format!("ftp://{}/object.bin", p.local_addr())).unwrap(),
-            scheme: scheme.clone(),
+        .map(|p| {
+            SourceInput::new(
+                Endpoint::parse(&format!("ftp://{}/object.bin", p.local_addr())).unwrap(),
+                scheme.clone(),
+            )
         })
         .collect();
     let engine = Engine::new(EngineOptions {

@@ -120,10 +120,10 @@ async fn a_multi_connection_download_over_explicit_ftps_is_byte_exact_and_skips_
     }
     let run = async {
         let probed = engine
-            .probe(vec![SourceInput {
-                endpoint: Endpoint::parse(&url(&origin)).unwrap(),
-                scheme: scheme.clone(),
-            }])
+            .probe(vec![SourceInput::new(
+                Endpoint::parse(&url(&origin)).unwrap(),
+                scheme.clone(),
+            )])
             .await
             .expect("probe over FTPS");
         engine
@@ -229,10 +229,10 @@ async fn an_untrusted_certificate_is_refused_naming_the_source_and_nothing_is_wr
 
     // Through the engine: the probe fails, in one line naming the source and the cause.
     let engine = Engine::new(EngineOptions::default());
-    let e = bounded(engine.probe(vec![SourceInput {
-        endpoint: Endpoint::parse(&u).unwrap(),
-        scheme: untrusting.clone(),
-    }]))
+    let e = bounded(engine.probe(vec![SourceInput::new(
+        Endpoint::parse(&u).unwrap(),
+        untrusting.clone(),
+    )]))
     .await
     .expect_err("an untrusted certificate was accepted");
     let msg = e.to_string();

@@ -55,10 +55,7 @@ fn inputs(origins: &[&Origin]) -> Vec<SourceInput> {
     let s = scheme();
     origins
         .iter()
-        .map(|o| SourceInput {
-            endpoint: Endpoint::parse(&o.url("/object")).expect("url"),
-            scheme: s.clone(),
-        })
+        .map(|o| SourceInput::new(Endpoint::parse(&o.url("/object")).expect("url"), s.clone()))
         .collect()
 }
 
