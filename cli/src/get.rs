@@ -9,6 +9,7 @@
 use crate::checksum::{digest_file, Checksum};
 use crate::control::{control_path, sync_dir, Control, PartSink, RecordedSource, VERSION};
 use crate::exit::Exit;
+use crate::memory::{self, HostMemory};
 use crate::schemes::{parse_proxy, registry, NetOptions};
 use crate::ui::{self, emit, mb, Ui};
 use clap::Args;
@@ -23,7 +24,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// Arguments of `hydra get`.
 #[derive(Debug, Args)]
@@ -64,6 +65,11 @@ pub struct GetArgs {
     /// Use exactly N connections per mirror instead of measuring (for experiments).
     #[arg(long, value_name = "N")]
     pub fixed_connections: Option<usize>,
+    /// Neither use nor update the per-host memory of connection counts: search from one
+    /// connection (the memory: hosts.json in $HYDRA_STATE_DIR, else $XDG_STATE_HOME/hydra,
+    /// else ~/.local/state/hydra; an entry is used for a day).
+    #[arg(long)]
+    pub no_host_memory: bool,
     /// Route every connection (all protocols) through a SOCKS5 proxy; host names are resolved
     /// by the proxy.
     #[arg(long, value_name = "socks5h://[USER:PASS@]HOST:PORT")]
@@ -182,13 +188,44 @@ pub struct Job {
     pub ui: Ui,
 }
 
+/// The per-host memory and each input's key in it.
+struct Memory {
+    hosts: HostMemory,
+    /// Endpoint (as a string) to its key.
+    keys: BTreeMap<String, String>,
+}
+
+impl Memory {
+    /// Records what `done` learned about each source's host; a failure to save is a warning.
+    fn learn(mut self, done: &Done, ui: Ui) {
+        let now = SystemTime::now();
+        let mut changed = false;
+        // `probed.sources` lists those that joined in flight too, in the report's order.
+        for (s, learned) in done.probed.sources.iter().zip(&done.report.learned) {
+            let key = self.keys.get(&s.input.endpoint.to_string());
+            if let (Some(key), Some(r)) = (key, learned) {
+                self.hosts.learn(key, *r, now);
+                changed = true;
+            }
+        }
+        if changed {
+            if let Err(e) = self.hosts.save() {
+                if !ui.quiet {
+                    eprintln!("hydra: warning: host memory not saved: {e}");
+                }
+            }
+        }
+    }
+}
+
 /// A completed download.
 pub struct Done {
     /// What the engine did.
     pub report: Report,
     /// From the first probe to the engine's end (the last byte written and checked).
     pub elapsed: Duration,
-    /// The sources used.
+    /// The sources used: those in the first split, then those that joined in flight, in the
+    /// order of the report's per-source vectors.
     pub probed: Probed,
     /// Bytes fetched by this run.
     pub fetched: u64,
@@ -216,7 +253,7 @@ pub async fn main(args: GetArgs) -> Exit {
     ui::start_clock();
     let ui = Ui::new(args.quiet, args.verbose, args.json);
     let result = async {
-        let job = job(&args)?;
+        let (job, memory) = job(&args, ui)?;
         let output = job.output.clone();
         if ui.json {
             emit(
@@ -226,6 +263,9 @@ pub async fn main(args: GetArgs) -> Exit {
             );
         }
         let done = transfer(job).await?;
+        if let Some(m) = memory {
+            m.learn(&done, ui);
+        }
         if let Some(path) = &args.summary_json {
             write_summary(path, &done)?;
         }
@@ -303,7 +343,9 @@ pub async fn main(args: GetArgs) -> Exit {
     }
 }
 
-fn job(args: &GetArgs) -> Result<Job, Failure> {
+/// The job `args` ask for, and the per-host memory it uses (none with `--no-host-memory` or
+/// `--fixed-connections`).
+fn job(args: &GetArgs, ui: Ui) -> Result<(Job, Option<Memory>), Failure> {
     let usage = |m: String| (Exit::Usage, m);
     let timeout = match args.timeout {
         Some(t) if !(t.is_finite() && t > 0.0) => {
@@ -351,7 +393,7 @@ fn job(args: &GetArgs) -> Result<Job, Failure> {
                 endpoint = endpoint.with_header(n, v);
             }
         }
-        inputs.push(SourceInput { endpoint, scheme });
+        inputs.push(SourceInput::new(endpoint, scheme));
     }
     let output = match &args.output {
         Some(o) => match &args.directory {
@@ -372,6 +414,25 @@ fn job(args: &GetArgs) -> Result<Job, Failure> {
         Some(n) => Concurrency::Fixed(n.max(1)),
         None => Concurrency::Search { start: 1 },
     };
+    let memory = match HostMemory::default_dir() {
+        Some(dir) if !args.no_host_memory && args.fixed_connections.is_none() => {
+            let hosts = HostMemory::load(&dir).unwrap_or_else(|e| {
+                if !ui.quiet {
+                    eprintln!("hydra: warning: host memory ignored: {e}");
+                }
+                HostMemory::empty(&dir)
+            });
+            let now = SystemTime::now();
+            let mut keys = BTreeMap::new();
+            for input in &mut inputs {
+                let k = memory::key(&input.endpoint, args.proxy.as_deref());
+                input.remembered = hosts.recall(&k, now);
+                keys.insert(input.endpoint.to_string(), k);
+            }
+            Some(Memory { hosts, keys })
+        }
+        _ => None,
+    };
     let mut engine = EngineOptions {
         config: Config {
             per_host: args.per_host.max(1),
@@ -385,7 +446,7 @@ fn job(args: &GetArgs) -> Result<Job, Failure> {
     if let Some(t) = timeout {
         engine.probe_timeout = t;
     }
-    Ok(Job {
+    let job = Job {
         labels: inputs.iter().map(|i| i.endpoint.to_string()).collect(),
         inputs,
         output,
@@ -394,8 +455,9 @@ fn job(args: &GetArgs) -> Result<Job, Failure> {
         restart_on_change: args.restart_on_change,
         checksum: args.checksum.clone(),
         limit_rate: args.limit_rate,
-        ui: Ui::new(args.quiet, args.verbose, args.json),
-    })
+        ui,
+    };
+    Ok((job, memory))
 }
 
 /// `500k`, `2M`, `1.5M`, `1048576`: bytes per second, suffixes in powers of 1024.
@@ -617,7 +679,7 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
     }
 
     // A resume may hold byte 0 already: no primed probe then.
-    let prime = engine_opts.primes(inputs.len()) && previous.is_none();
+    let prime = engine_opts.primes(&inputs) && previous.is_none();
     let total = inputs.len();
     let names: BTreeMap<String, String> = inputs
         .iter()

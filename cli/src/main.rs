@@ -7,6 +7,7 @@ mod control;
 mod demo;
 mod exit;
 mod get;
+mod memory;
 mod schemes;
 mod sim;
 mod ui;

@@ -4,6 +4,7 @@ mod common;
 
 use common::*;
 use hydra_scheme_http::origin::Misbehaviour;
+use serde_json::Value;
 use sha2::Digest;
 
 fn hex(b: &[u8]) -> String {
@@ -129,6 +130,14 @@ async fn three_protocols_at_once_give_a_byte_exact_file_and_a_good_checksum_pass
     let done = event(&evs, "done").expect("a done event");
     assert_eq!(done["size"], size);
     assert_eq!(done["fetched"], size);
+    // Every source that delivered is listed, those that joined in flight too.
+    let listed: u64 = done["sources"]
+        .as_array()
+        .expect("sources")
+        .iter()
+        .map(|s| s["bytes"].as_u64().expect("bytes"))
+        .sum();
+    assert_eq!(listed, size, "{done}");
     let probes = evs.iter().filter(|e| e["event"] == "probe").count();
     assert_eq!(probes, 3, "{evs:?}");
     assert!(event(&evs, "start").is_some() && event(&evs, "progress").is_some());
@@ -438,4 +447,79 @@ async fn ctrl_c_checkpoints_exits_130_and_continue_finishes() {
     let r = hydra(&args(&["get", &url, "-o", &path(&out), "-c"])).await;
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
     assert!(std::fs::read(&out).unwrap() == object(6, size));
+}
+
+const PACED_SIZE: u64 = 6_000_000;
+
+/// An origin that paces each response at 1 MB/s, so that every level of the concurrency
+/// search up to the ceiling pays.
+async fn paced_origin(seed: u64) -> hydra_scheme_http::origin::Origin {
+    let h = http_origin(PACED_SIZE, seed).await;
+    h.set(Misbehaviour {
+        rate_limit: Some(1_000_000),
+        ..Misbehaviour::default()
+    });
+    h
+}
+
+/// Downloads `url` (the object of `seed`) with its host memory in `state`; returns the summary.
+async fn remembering(url: &str, seed: u64, state: &std::path::Path, extra: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.bin");
+    let summary = dir.path().join("s.json");
+    let mut a = args(&["get", url, "-o", &path(&out), "-q"]);
+    a.extend(["--summary-json".to_owned(), path(&summary)]);
+    a.extend(extra.iter().map(|s| s.to_string()));
+    let r = hydra_remembering(&a, state).await;
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    assert!(
+        std::fs::read(&out).unwrap() == object(seed, PACED_SIZE),
+        "bytes differ"
+    );
+    serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap()
+}
+
+/// The first source's connection count and why, from a summary.
+fn serving(summary: &Value) -> (u64, String) {
+    let reason = summary["sources"][0]["limit_reason"].as_str().unwrap();
+    let n = reason.split(' ').next().unwrap().parse().unwrap();
+    (n, reason.to_owned())
+}
+
+fn hosts(state: &std::path::Path) -> Value {
+    serde_json::from_slice(&std::fs::read(state.join("hosts.json")).expect("hosts.json"))
+        .expect("hosts.json is JSON")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_download_from_a_host_opens_at_once_the_count_the_first_one_found() {
+    let state = tempfile::tempdir().unwrap();
+    let h = paced_origin(21).await;
+    let url = h.url("/f.bin");
+    let (found, reason) = serving(&remembering(&url, 21, state.path(), &[]).await);
+    assert!(!reason.contains("remembered"), "{reason}");
+    assert!(found >= 2, "the search climbs on a paced origin: {reason}");
+    let learned = hosts(state.path());
+    let key = url.trim_end_matches("/f.bin");
+    assert_eq!(learned["hosts"][key]["connections"], found, "{learned}");
+
+    let (n, reason) = serving(&remembering(&url, 21, state.path(), &[]).await);
+    assert_eq!(n, found, "{reason}");
+    assert!(reason.contains("remembered"), "{reason}");
+    // A remembered count is not learned again: the entry keeps its date.
+    assert_eq!(hosts(state.path()), learned);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_host_memory_a_download_neither_reads_nor_writes_the_memory() {
+    let state = tempfile::tempdir().unwrap();
+    let h = paced_origin(23).await;
+    let url = h.url("/f.bin");
+    let (_, reason) = serving(&remembering(&url, 23, state.path(), &[]).await);
+    assert!(!reason.contains("remembered"), "{reason}");
+    let learned = hosts(state.path());
+    let off = remembering(&url, 23, state.path(), &["--no-host-memory"]).await;
+    let (_, reason) = serving(&off);
+    assert!(!reason.contains("remembered"), "{reason}");
+    assert_eq!(hosts(state.path()), learned, "left as it was");
 }

@@ -6,6 +6,7 @@ use hydra_scheme::ByteRange;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpListener;
@@ -14,10 +15,19 @@ use tokio::process::{Child, Command};
 /// Upper bound on any one hydra run (a hang fails the test instead of blocking CI).
 pub const BOUND: Duration = Duration::from_secs(240);
 
+/// `hydra args`, with a host memory of its own (no run sees what another learned) under the
+/// build's temporary directory.
 pub fn hydra_cmd(args: &[String]) -> Command {
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    let state = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "state-{}-{}",
+        std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    ));
     let mut c = Command::new(env!("CARGO_BIN_EXE_hydra"));
     c.args(args)
         .env("NO_COLOR", "1")
+        .env("HYDRA_STATE_DIR", state)
         .env_remove("SSH_AUTH_SOCK")
         .stdin(Stdio::null())
         .kill_on_drop(true);
@@ -26,7 +36,18 @@ pub fn hydra_cmd(args: &[String]) -> Command {
 
 /// Runs hydra to completion.
 pub async fn hydra(args: &[String]) -> Output {
-    let child = hydra_cmd(args)
+    run(hydra_cmd(args)).await
+}
+
+/// Runs hydra to completion with its host memory in `state`.
+pub async fn hydra_remembering(args: &[String], state: &Path) -> Output {
+    let mut c = hydra_cmd(args);
+    c.env("HYDRA_STATE_DIR", state);
+    run(c).await
+}
+
+async fn run(mut c: Command) -> Output {
+    let child = c
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
