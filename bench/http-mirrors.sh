@@ -21,7 +21,7 @@ for spec in "6MB/s 20ms" "3MB/s 30ms" "1MB/s 40ms"; do
 done
 sleep 1
 start=$(date +%s.%N)
-$BIN/hydra get -q http://127.0.0.1:28200/object http://127.0.0.1:28201/object \
+HYDRA_STATE_DIR="$T/state" $BIN/hydra get -q http://127.0.0.1:28200/object http://127.0.0.1:28201/object \
   http://127.0.0.1:28202/object -o "$T/out.bin" --summary-json "$T/summary.json"
 end=$(date +%s.%N)
 echo "wall: $(echo "$end - $start" | bc) s"

@@ -24,7 +24,11 @@
 #   --scenarios     names of bench/peers/NAME.toml (default: the six HTTP ones, in the order
 #                   below; the FTP/SFTP variants are named explicitly: saturated-ftp,
 #                   headroom-ftp, saturated-sftp, headroom-sftp)
-#   --tools         subset of: hydra aria2c axel lftp rclone curl (default: all)
+#   --tools         subset of: hydra hydra-warm aria2c axel lftp rclone curl (default: all)
+#                   hydra runs with an empty host memory every time (a first download);
+#                   hydra-warm with the memory one untimed hydra run through the same links
+#                   left before the scenario's repetitions (a second download from the same
+#                   hosts: it opens the connection count that run found, within a day)
 #   --out DIR       keep raw results there (runs.tsv, stats, hydra summaries, report.md);
 #                   default a temporary directory, removed on exit
 #   --no-memory     skip the peak-RSS runs
@@ -40,7 +44,7 @@ REPO=$(pwd)
 
 REPS=3
 SCENARIOS="saturated,headroom,mirrors,collapse,die,rtt150"
-TOOLS="hydra,aria2c,axel,lftp,rclone,curl"
+TOOLS="hydra,hydra-warm,aria2c,axel,lftp,rclone,curl"
 OUT=""
 MEMORY=1
 BUILD=1
@@ -97,7 +101,7 @@ declare -A PKG=([aria2c]=aria2 [axel]=axel [lftp]=lftp [rclone]=rclone [curl]=cu
 IFS=, read -r -a TOOL_LIST <<< "$TOOLS"
 missing=()
 for t in "${TOOL_LIST[@]}"; do
-  [ "$t" = hydra ] && continue
+  case $t in hydra|hydra-warm) continue ;; esac
   [ -n "${PKG[$t]:-}" ] || { echo "peers.sh: unknown tool $t" >&2; exit 2; }
   command -v "$t" >/dev/null || missing+=("${PKG[$t]}")
 done
@@ -108,7 +112,7 @@ if [ ${#missing[@]} -gt 0 ] && [ "$INSTALL" = 1 ] && [ "$(id -u)" = 0 ] && comma
 fi
 ACTIVE=()
 for t in "${TOOL_LIST[@]}"; do
-  if [ "$t" = hydra ] || command -v "$t" >/dev/null; then ACTIVE+=("$t")
+  if [ "$t" = hydra ] || [ "$t" = hydra-warm ] || command -v "$t" >/dev/null; then ACTIVE+=("$t")
   else note "skipped $t: not installed (package ${PKG[$t]})"; fi
 done
 {
@@ -150,8 +154,12 @@ tool_cmd() {
   local hostport=${first#*://}; hostport=${hostport#*@}; hostport=${hostport%%/*}
   local host=${hostport%:*} port=${hostport##*:}
   case $PROTOCOL:$tool in
-    *:hydra)
-      CMD=("$BIN/hydra" get -q $HYDRA_EXTRA "$@" -o "$out" --summary-json "$out.summary.json")
+    *:hydra|*:hydra-warm)
+      # the host memory: an empty one per run (hydra), or the scenario's (hydra-warm)
+      local state="$(dirname "$out")/state"
+      [ "$tool" = hydra-warm ] && state="$T/warm-$SCEN"
+      CMD=(env HYDRA_STATE_DIR="$state" "$BIN/hydra" get -q $HYDRA_EXTRA "$@" -o "$out"
+           --summary-json "$out.summary.json")
       if [ "$PROTOCOL" = sftp ]; then CMD+=(--known-hosts "$T/known_hosts"); fi ;;
     *:aria2c)
       CMD=(aria2c -q --allow-overwrite=true --auto-file-renaming=false
@@ -298,6 +306,20 @@ print(hashlib.sha1(base64.b64decode(sys.argv[1].split()[1])).hexdigest())' "$hk"
     stop_pid "$refpid"
   fi
   rm -f "$T/ref.bin"
+  SCEN=$s
+  if [[ " ${SCEN_TOOLS[*]} " == *" hydra-warm "* ]]; then
+    # one untimed run teaches hydra-warm's host memory
+    d="$T/run"; rm -rf "$d"; mkdir -p "$d"; rm -rf "$T/warm-$s"
+    tool_cmd hydra-warm "$d/out.bin" "${URLS[@]}"
+    start_bg "$d/proxy.log" "$BIN/faultnet" proxy --scenario "$T/$s.live.toml" --seed 1 \
+      --stats "$d/stats.json" "${PROXY_EXTRA[@]}"
+    proxy=$LASTPID
+    wait_lines "$d/proxy.log" "listening on" "$NLINKS"
+    (cd "$d" && timeout -k 5 "$TO" "${CMD[@]}" > "$d/tool.log" 2>&1) || true
+    stop_pid "$proxy"
+    note "$s: hydra-warm's memory: $(tr -d ' \n' < "$T/warm-$s/hosts.json" 2>/dev/null || echo none)"
+    rm -rf "$d"
+  fi
   declare -A DNF=()
   for rep in $(seq 1 "$REPS"); do
     n=${#SCEN_TOOLS[@]}
@@ -335,7 +357,9 @@ print(hashlib.sha1(base64.b64decode(sys.argv[1].split()[1])).hexdigest())' "$hk"
       fi
       mkdir -p "$OUT/raw/$s"
       cp "$d/stats.json" "$OUT/raw/$s/$tool-$rep.stats.json" 2>/dev/null || true
-      [ "$tool" = hydra ] && cp "$out.summary.json" "$OUT/raw/$s/hydra-$rep.summary.json" 2>/dev/null || true
+      case $tool in hydra|hydra-warm)
+        cp "$out.summary.json" "$OUT/raw/$s/$tool-$rep.summary.json" 2>/dev/null || true ;;
+      esac
       rm -rf "$d"
     done
   done
@@ -356,6 +380,7 @@ if [ "$MEMORY" = 1 ]; then
     curl -sSf -o "$T/ref.bin" "$url"
     REF=$(sha256sum "$T/ref.bin" | cut -d' ' -f1); rm -f "$T/ref.bin"
     for tool in "${ACTIVE[@]}"; do
+      [ "$tool" = hydra-warm ] && continue   # the same process as hydra here
       d="$T/run"; rm -rf "$d"; mkdir -p "$d"; out="$d/out.bin"
       tool_cmd "$tool" "$out" "$url"
       printf '%s\t%s\t%s\n' "memory" "$tool" "$(show_cmd)" >> "$OUT/commands.tsv"

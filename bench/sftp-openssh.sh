@@ -265,8 +265,8 @@ arm_cmd() { # ARM OUTFILE -> CMD (and ENVS for the library driver)
       [ "$1" = sftp-R1 ] && CMD+=(-R 1)
       CMD+=(-b "$out.batch" "$USER_NAME@127.0.0.1") ;;
     hydra|hydra-1conn)
-      CMD=("$BIN/hydra" get -q --known-hosts "$W/known_hosts" -i "$W/id_ed25519"
-           -o "$out" --summary-json "$out.summary.json")
+      CMD=("$BIN/hydra" get -q --no-host-memory --known-hosts "$W/known_hosts"
+           -i "$W/id_ed25519" -o "$out" --summary-json "$out.summary.json")
       [ "$1" = hydra-1conn ] && CMD+=(--fixed-connections 1)
       CMD+=("$URL_PROXY") ;;
     lib-default|lib-w1)

@@ -248,10 +248,11 @@ def report(d):
     print("| scenario | rep | elapsed s | requests | repairs | admissions | waste B |"
           " bytes per source | limit_reason per source |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for s in order_s:
+    for s, tool in [(s, t) for s in order_s for t in ("hydra", "hydra-warm")]:
         raw = os.path.join(d, "raw", s)
+        label = s if tool == "hydra" else f"{s} (warm)"
         for rep in range(1, 100):
-            p = os.path.join(raw, f"hydra-{rep}.summary.json")
+            p = os.path.join(raw, f"{tool}-{rep}.summary.json")
             if not os.path.exists(p):
                 if rep > 1:
                     break
@@ -261,7 +262,7 @@ def report(d):
             srcs = j.get("sources", [])
             by = " / ".join(f"{x['bytes']:,}".replace(",", " ") for x in srcs)
             why = " / ".join(x.get("limit_reason", "") + (f" ({x['failures']} failures)" if x.get("failures") else "") for x in srcs)
-            print(f"| {s} | {rep} | {j.get('elapsed_s', 0):.2f} | {j.get('requests')} |"
+            print(f"| {label} | {rep} | {j.get('elapsed_s', 0):.2f} | {j.get('requests')} |"
                   f" {j.get('repairs')} | {j.get('admissions')} | {j.get('waste_bytes')} |"
                   f" {by} | {why} |")
     print()
