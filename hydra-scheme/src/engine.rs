@@ -135,6 +135,55 @@ impl SourceInput {
     }
 }
 
+impl SourceInput {
+    /// Starts opening, in the background, the sessions beyond the probe's that a remembered
+    /// count says this source will open at once ([`Scheme::prepare`], each bounded by
+    /// `timeout`), so that those fetches start with their request. Drop the returned guard
+    /// when the transfer starts: it aborts those still opening, so that none holds a session
+    /// a fetch would then lack.
+    pub fn prepare(&self, timeout: Duration) -> Preparing {
+        let extra = self
+            .remembered
+            .map_or(0, |r| r.connections.saturating_sub(1));
+        Preparing(
+            (0..extra)
+                .map(|_| {
+                    let (scheme, endpoint) = (self.scheme.clone(), self.endpoint.clone());
+                    tokio::spawn(async move {
+                        match tokio::time::timeout(timeout, scheme.prepare(&endpoint)).await {
+                            Ok(Ok(())) => {}
+                            Ok(Err(e)) => {
+                                tracing::debug!(%endpoint, error = %e, "session not prepared")
+                            }
+                            Err(_) => tracing::debug!(%endpoint, "session prepare timed out"),
+                        }
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Sessions being opened ahead of a transfer ([`SourceInput::prepare`]). Dropping it aborts
+/// those still opening; those already open stay in their scheme's pool.
+#[derive(Debug, Default)]
+pub struct Preparing(Vec<tokio::task::JoinHandle<()>>);
+
+impl Preparing {
+    /// Adds `other`'s sessions to these.
+    pub fn extend(&mut self, mut other: Preparing) {
+        self.0.append(&mut other.0);
+    }
+}
+
+impl Drop for Preparing {
+    fn drop(&mut self) {
+        for h in &self.0 {
+            h.abort();
+        }
+    }
+}
+
 impl fmt::Debug for SourceInput {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SourceInput")
@@ -418,6 +467,8 @@ impl Engine {
         }
         let timeout = self.opts.probe_timeout;
         let prime = self.opts.primes(&sources);
+        // Aborted (when still opening) as this returns.
+        let _preparing = prepare_all(&sources, timeout);
         let tasks: Vec<_> = sources
             .into_iter()
             .map(|input| {
@@ -488,6 +539,8 @@ impl Engine {
         let prime = self.opts.primes(&sources);
         let n = sources.len();
         let probing = tokio::time::Instant::now();
+        // Aborted (when still opening) as this returns, when the transfer may start.
+        let _preparing = prepare_all(&sources, timeout);
         let (tx, mut rx) = mpsc::unbounded_channel();
         for input in sources {
             let tx = tx.clone();
@@ -908,6 +961,15 @@ impl Engine {
             dropped: late_dropped,
         })
     }
+}
+
+/// Starts [`SourceInput::prepare`] for every source.
+pub fn prepare_all(sources: &[SourceInput], timeout: Duration) -> Preparing {
+    let mut all = Preparing::default();
+    for s in sources {
+        all.extend(s.prepare(timeout));
+    }
+    all
 }
 
 /// The scheduler's view of a probed source: its scheme's capabilities (no ranges if the probe

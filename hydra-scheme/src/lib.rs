@@ -44,8 +44,8 @@ pub use connect::{
 };
 pub use endpoint::{Credentials, Endpoint, EndpointError};
 pub use engine::{
-    Engine, EngineError, EngineEvent, EngineOptions, FetchView, Joined, Joining, Probed,
-    ProbedSource, Progress, Report, SourceInput,
+    prepare_all, Engine, EngineError, EngineEvent, EngineOptions, FetchView, Joined, Joining,
+    Preparing, Probed, ProbedSource, Progress, Report, SourceInput,
 };
 pub use error::{ErrorKind, SchemeError, TimeoutPhase};
 pub use hydra_core::{ByteRange, Capabilities, ConnId, Failure, FetchEnd, FetchId, RangeSet};

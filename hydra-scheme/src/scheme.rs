@@ -69,6 +69,21 @@ pub trait Scheme: Send + Sync {
         self.probe(endpoint).await
     }
 
+    /// Opens a session to `endpoint` (connection, TLS, login or SSH handshake: whatever a
+    /// fetch would otherwise do before its request) and leaves it idle in the scheme's pool,
+    /// so that a fetch that follows starts with its request. The engine calls it while a
+    /// source's probe is out, once for each connection beyond the first that a remembered
+    /// count says the source will open ([`SourceInput::prepare`](crate::SourceInput::prepare)),
+    /// and aborts the calls still running when the transfer starts; a prepared session must
+    /// therefore never be needed for correctness, and one never taken is dropped with the
+    /// pool. It must not hold a session a fetch would then be refused for (a scheme with a
+    /// per-host session ceiling prepares only within it). Errors are logged, not retried.
+    /// Default: nothing to open ahead.
+    async fn prepare(&self, endpoint: &Endpoint) -> Result<(), SchemeError> {
+        let _ = endpoint;
+        Ok(())
+    }
+
     /// Fetches one range. See the trait's contract.
     async fn fetch(&self, request: FetchRequest) -> FetchOutcome;
 }

@@ -1,0 +1,151 @@
+//! Sessions a remembered count will use are opened while the probe is out
+//! ([`Scheme::prepare`]), and those still opening when the transfer starts are aborted.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use hydra_core::Remembered;
+use hydra_scheme::{
+    Capabilities, Endpoint, Engine, EngineOptions, FetchOutcome, FetchRequest, Probe, Scheme,
+    SchemeError, SourceInput,
+};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// A source whose probe answers after 50 ms and whose first `quick` prepares finish at once;
+/// the others never finish.
+struct Fake {
+    quick: usize,
+    prepared: AtomicUsize,
+    finished: AtomicUsize,
+    aborted: Arc<AtomicUsize>,
+}
+
+/// Counts a prepare dropped before it finished.
+struct Aborted(Arc<AtomicUsize>, bool);
+
+impl Drop for Aborted {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+#[async_trait]
+impl Scheme for Fake {
+    fn name(&self) -> &str {
+        "fake"
+    }
+
+    fn url_schemes(&self) -> &[&'static str] {
+        &["fake"]
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::HTTP
+    }
+
+    async fn probe(&self, _endpoint: &Endpoint) -> Result<Probe, SchemeError> {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Ok(Probe {
+            size: 1000,
+            ranged: true,
+            validator: None,
+            last_modified: None,
+            connect: Duration::ZERO,
+            first_byte: Duration::from_millis(1),
+        })
+    }
+
+    async fn prepare(&self, _endpoint: &Endpoint) -> Result<(), SchemeError> {
+        let k = self.prepared.fetch_add(1, Ordering::SeqCst);
+        let mut guard = Aborted(self.aborted.clone(), false);
+        if k >= self.quick {
+            std::future::pending::<()>().await;
+        }
+        guard.1 = true;
+        self.finished.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn fetch(&self, _request: FetchRequest) -> FetchOutcome {
+        unreachable!("these tests only probe")
+    }
+}
+
+fn input(fake: &Arc<Fake>, remembered: Option<usize>) -> SourceInput {
+    let mut s = SourceInput::new(
+        Endpoint::parse("fake://127.0.0.1:1/object").expect("url"),
+        fake.clone(),
+    );
+    s.remembered = remembered.map(|connections| Remembered {
+        connections,
+        at_ceiling: false,
+        additivity: Some(1.0),
+    });
+    s
+}
+
+fn fake(quick: usize) -> Arc<Fake> {
+    Arc::new(Fake {
+        quick,
+        prepared: AtomicUsize::new(0),
+        finished: AtomicUsize::new(0),
+        aborted: Arc::new(AtomicUsize::new(0)),
+    })
+}
+
+/// Lets aborted tasks run their drops.
+async fn settle() {
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_remembered_count_of_four_opens_three_sessions_while_probing() {
+    let f = fake(usize::MAX);
+    let engine = Engine::new(EngineOptions::default());
+    let probed = tokio::time::timeout(LIMIT, engine.probe(vec![input(&f, Some(4))]))
+        .await
+        .expect("bounded")
+        .expect("probe");
+    assert_eq!(probed.sources.len(), 1);
+    assert_eq!(f.prepared.load(Ordering::SeqCst), 3);
+    assert_eq!(f.finished.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_session_still_opening_when_the_transfer_may_start_is_aborted() {
+    let f = fake(1);
+    let engine = Engine::new(EngineOptions::default());
+    let (probed, _joining) =
+        tokio::time::timeout(LIMIT, engine.probe_first(vec![input(&f, Some(3))]))
+            .await
+            .expect("bounded")
+            .expect("probe");
+    assert_eq!(probed.sources.len(), 1);
+    settle().await;
+    assert_eq!(f.prepared.load(Ordering::SeqCst), 2);
+    assert_eq!(f.finished.load(Ordering::SeqCst), 1);
+    assert_eq!(f.aborted.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn without_a_remembered_count_nothing_is_opened_ahead() {
+    let f = fake(usize::MAX);
+    let engine = Engine::new(EngineOptions::default());
+    tokio::time::timeout(
+        LIMIT,
+        engine.probe(vec![input(&f, None), input(&f, Some(1))]),
+    )
+    .await
+    .expect("bounded")
+    .expect("probe");
+    settle().await;
+    assert_eq!(f.prepared.load(Ordering::SeqCst), 0);
+}
