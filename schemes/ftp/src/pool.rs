@@ -64,11 +64,7 @@ impl Pool {
     /// `None` (the caller reports `Refused`).
     pub fn admit(&self, key: &HostKey) -> Option<OwnedSemaphorePermit> {
         let mut st = self.lock();
-        let sem = st
-            .ceilings
-            .entry((key.host.clone(), key.port))
-            .or_insert_with(|| Arc::new(Semaphore::new(self.max_per_host)))
-            .clone();
+        let sem = self.ceiling(&mut st, key);
         if let Ok(p) = sem.clone().try_acquire_owned() {
             return Some(p);
         }
@@ -82,6 +78,20 @@ impl Pool {
         // Dropping the idle session returns its permit.
         drop(victim?);
         sem.try_acquire_owned().ok()
+    }
+
+    /// A slot for a new session to `key`'s host only if the host is under its ceiling: no idle
+    /// session is closed for it (a session opened ahead must not replace one already open).
+    pub fn admit_free(&self, key: &HostKey) -> Option<OwnedSemaphorePermit> {
+        let mut st = self.lock();
+        self.ceiling(&mut st, key).try_acquire_owned().ok()
+    }
+
+    fn ceiling(&self, st: &mut State, key: &HostKey) -> Arc<Semaphore> {
+        st.ceilings
+            .entry((key.host.clone(), key.port))
+            .or_insert_with(|| Arc::new(Semaphore::new(self.max_per_host)))
+            .clone()
     }
 
     /// Puts back a session that passed the pool-safety test (see the module doc).

@@ -483,6 +483,29 @@ impl Scheme for FtpScheme {
             .map_err(|k| SchemeError::new(endpoint, k))
     }
 
+    /// Logs in (TLS first for FTPS) and pools the session, within the per-host session
+    /// ceiling: when that is reached, nothing is opened.
+    async fn prepare(&self, endpoint: &Endpoint) -> Result<(), SchemeError> {
+        let err = |k| SchemeError::new(endpoint, k);
+        let key = self.key(endpoint).map_err(err)?;
+        let Some(permit) = self.pool.admit_free(&key) else {
+            return Ok(());
+        };
+        self.dialled.fetch_add(1, Ordering::Relaxed);
+        let s = session::open(
+            endpoint,
+            key,
+            permit,
+            &self.options,
+            &self.dialer,
+            &self.tls,
+        )
+        .await
+        .map_err(err)?;
+        self.pool.put(s, None);
+        Ok(())
+    }
+
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
         match self.fetch_inner(&mut request).await {
             Ok(o) => o,

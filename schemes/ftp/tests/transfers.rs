@@ -513,3 +513,23 @@ async fn a_revalidating_probe_reuses_an_idle_session_instead_of_logging_in_again
     assert_eq!(again.validator, first.validator);
     assert_eq!(s.sessions_dialled(), 1);
 }
+
+#[tokio::test]
+async fn a_prepared_session_carries_the_next_probe_and_none_is_opened_past_the_ceiling() {
+    let o = origin(100_000, 3).await;
+    let s = scheme(FtpOptions {
+        max_sessions_per_host: 1,
+        ..options()
+    });
+    let ep = Endpoint::parse(&o.url()).unwrap();
+    bounded(s.prepare(&ep)).await.expect("prepare");
+    assert_eq!((s.sessions_dialled(), s.idle_sessions()), (1, 1));
+    // The ceiling of one is held by the idle session: a second prepare opens nothing.
+    bounded(s.prepare(&ep))
+        .await
+        .expect("prepare at the ceiling");
+    assert_eq!((s.sessions_dialled(), s.idle_sessions()), (1, 1));
+    let p = probe(&s, &o.url()).await;
+    assert_eq!(p.size, 100_000);
+    assert_eq!(s.sessions_dialled(), 1);
+}

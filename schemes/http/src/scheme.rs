@@ -588,6 +588,16 @@ impl Scheme for HttpScheme {
         self.probe_inner(endpoint, true).await
     }
 
+    /// Connects (TLS for https, through the SOCKS5 proxy when set), runs the HTTP/1.1
+    /// handshake and pools the connection.
+    async fn prepare(&self, endpoint: &Endpoint) -> Result<(), SchemeError> {
+        let err = |k| SchemeError::new(endpoint, k);
+        let key = origin_key(endpoint).map_err(err)?;
+        let conn = self.dial(endpoint, key).await.map_err(err)?;
+        self.pool.put(conn, None);
+        Ok(())
+    }
+
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
         match self.fetch_inner(&mut request).await {
             Ok(o) => o,

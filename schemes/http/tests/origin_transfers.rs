@@ -428,3 +428,16 @@ async fn a_range_shrunk_before_its_request_asks_only_for_the_rest_and_is_pooled(
     assert_eq!(s.idle_connections(), 1, "read to its end: safe to reuse");
     assert_eq!(o.connections_accepted(), 1);
 }
+
+#[tokio::test]
+async fn a_prepared_connection_carries_the_next_request() {
+    let o = origin().await;
+    let s = scheme();
+    let ep = Endpoint::parse(&o.url("/obj")).unwrap();
+    bounded(s.prepare(&ep)).await.expect("prepare");
+    let p = bounded(s.probe(&ep)).await.expect("probe");
+    assert_eq!(p.size, SIZE);
+    // The probe went over the prepared connection: one accepted, one request.
+    assert_eq!(o.connections_accepted(), 1);
+    assert_eq!(o.requests_served(), 1);
+}

@@ -636,6 +636,24 @@ impl Scheme for SftpScheme {
             .map_err(|k| SchemeError::new(endpoint, k))
     }
 
+    /// Opens a session (an SSH connection with its handshake and authentication, or a
+    /// channel on a shared one with room), opens the file's handle on it and pools it.
+    async fn prepare(&self, endpoint: &Endpoint) -> Result<(), SchemeError> {
+        let err = |k| SchemeError::new(endpoint, k);
+        let key = session::host_key(endpoint, &self.options).map_err(err)?;
+        let path = remote_path(endpoint).map_err(err)?;
+        let (mut s, _, _) = self
+            .session(endpoint, &key, None, false)
+            .await
+            .map_err(err)?;
+        let opened = self.handle(&mut s, &path).await;
+        if let Err(e) = &opened {
+            s.broken |= breaks_session(e);
+        }
+        self.pool.put(s, None);
+        opened.map(|_| ()).map_err(err)
+    }
+
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
         match self.fetch_inner(&mut request).await {
             Ok((outcome, leftover)) => {

@@ -527,3 +527,26 @@ async fn a_missing_file_is_a_fatal_status() {
     );
     assert_eq!(err.failure_kind(), hydra_core::Failure::Fatal);
 }
+
+#[tokio::test]
+async fn a_prepared_session_carries_the_probe_without_a_new_handshake() {
+    let origin = Origin::start(OriginConfig {
+        size: 1 << 20,
+        ..OriginConfig::default()
+    })
+    .await
+    .unwrap();
+    let tmp = temp_dir("prepare");
+    let scheme = SftpScheme::new(trusting(&origin, tmp.path()));
+    let ep = endpoint(&origin);
+    tokio::time::timeout(LIMIT, scheme.prepare(&ep))
+        .await
+        .expect("bounded")
+        .expect("prepare");
+    assert_eq!(scheme.idle_sessions(), 1);
+    assert_eq!(origin.connections_accepted(), 1);
+    let p = probe(&scheme, &ep).await;
+    assert_eq!(p.size, 1 << 20);
+    assert_eq!(origin.connections_accepted(), 1);
+    assert_eq!(origin.sessions_opened(), 1);
+}
