@@ -16,8 +16,8 @@ use clap::Args;
 use hydra_core::{Concurrency, Config};
 use hydra_scheme::Sink as _;
 use hydra_scheme::{
-    Endpoint, Engine, EngineError, EngineOptions, ErrorKind, FileSink, Joined, Joining, Probe,
-    Probed, ProbedSource, RangeSet, Report, SourceInput, Validator,
+    prepare_all, Endpoint, Engine, EngineError, EngineOptions, ErrorKind, FileSink, Joined,
+    Joining, Probe, Probed, ProbedSource, RangeSet, Report, SourceInput, Validator,
 };
 use serde::Serialize;
 use serde_json::json;
@@ -687,6 +687,8 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
         .zip(labels.iter().cloned())
         .collect();
     let probing = tokio::time::Instant::now();
+    // Sessions a remembered count will use, opened while the probes are out.
+    let preparing = prepare_all(&inputs, engine_opts.probe_timeout);
     let mut answers = probe_all(inputs, labels, engine_opts.probe_timeout, prime);
     // The transfer starts on the first source that answers and fits (on a resume: describes
     // the recorded object), with those that answer within `probe_grace` times its probe
@@ -746,6 +748,8 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
             }
         }
     }
+    // The transfer starts now: a session still opening would hold one a fetch may need.
+    drop(preparing);
     if kept.is_empty() && !unfit.is_empty() {
         // Every source answered, and every one that answered describes another object than
         // the partial download.
