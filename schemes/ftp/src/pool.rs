@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hydra_core::ConnId;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::futures::Notified;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::session::{HostKey, Session};
 
@@ -28,6 +29,8 @@ struct State {
     idle: BTreeMap<HostKey, Vec<Idle>>,
     /// One semaphore per host (host, port): permits are live sessions, idle or busy.
     ceilings: BTreeMap<(String, u16), Arc<Semaphore>>,
+    /// Sessions being opened ahead ([`Pool::admit_ahead`]), by host and user.
+    opening: BTreeMap<HostKey, usize>,
 }
 
 /// Idle sessions, by host and user.
@@ -35,6 +38,29 @@ pub(crate) struct Pool {
     state: Mutex<State>,
     max_per_host: usize,
     idle_timeout: Duration,
+    /// Woken when a session is put back or an opening ahead ends.
+    changed: Notify,
+}
+
+/// A session being opened ahead: while it lives, a fetch at the ceiling waits for it rather
+/// than be refused ([`Pool::is_opening`]).
+pub(crate) struct Opening<'a> {
+    pool: &'a Pool,
+    key: HostKey,
+}
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        let mut st = self.pool.lock();
+        if let Some(n) = st.opening.get_mut(&self.key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                st.opening.remove(&self.key);
+            }
+        }
+        drop(st);
+        self.pool.changed.notify_waiters();
+    }
 }
 
 impl Pool {
@@ -43,6 +69,7 @@ impl Pool {
             state: Mutex::new(State::default()),
             max_per_host: max_per_host.max(1),
             idle_timeout,
+            changed: Notify::new(),
         }
     }
 
@@ -80,11 +107,37 @@ impl Pool {
         sem.try_acquire_owned().ok()
     }
 
-    /// A slot for a new session to `key`'s host only if the host is under its ceiling: no idle
-    /// session is closed for it (a session opened ahead must not replace one already open).
-    pub fn admit_free(&self, key: &HostKey) -> Option<OwnedSemaphorePermit> {
+    /// A slot for a session to `key`'s host opened ahead of any fetch, only if the host is
+    /// under its ceiling: no idle session is closed for it. The session counts as opening
+    /// until the returned guard drops.
+    pub fn admit_ahead(&self, key: &HostKey) -> Option<(OwnedSemaphorePermit, Opening<'_>)> {
         let mut st = self.lock();
-        self.ceiling(&mut st, key).try_acquire_owned().ok()
+        let permit = self.ceiling(&mut st, key).try_acquire_owned().ok()?;
+        *st.opening.entry(key.clone()).or_default() += 1;
+        Some((
+            permit,
+            Opening {
+                pool: self,
+                key: key.clone(),
+            },
+        ))
+    }
+
+    /// Whether a session to `key` is being opened ahead.
+    pub fn is_opening(&self, key: &HostKey) -> bool {
+        self.lock().opening.contains_key(key)
+    }
+
+    /// The semaphore of `key`'s host ceiling: its permits are live sessions.
+    pub fn ceiling_of(&self, key: &HostKey) -> Arc<Semaphore> {
+        let mut st = self.lock();
+        self.ceiling(&mut st, key)
+    }
+
+    /// Completes when a session is put back or an opening ahead ends after this call (a
+    /// `Notified` receives `notify_waiters` from its creation on, polled or not).
+    pub fn changed(&self) -> Notified<'_> {
+        self.changed.notified()
     }
 
     fn ceiling(&self, st: &mut State, key: &HostKey) -> Arc<Semaphore> {
@@ -102,6 +155,8 @@ impl Pool {
             slot,
             since: Instant::now(),
         });
+        drop(st);
+        self.changed.notify_waiters();
     }
 
     /// Number of idle sessions.

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use hydra_core::Capabilities;
 use hydra_scheme::{
-    Endpoint, ErrorKind, FetchOutcome, FetchRequest, Probe, Scheme, SchemeError, TimeoutPhase,
-    Validator,
+    ConnId, Endpoint, ErrorKind, FetchOutcome, FetchRequest, Probe, Scheme, SchemeError,
+    TimeoutPhase, Validator,
 };
 use suppaftp::Mode;
 use tokio::io::AsyncReadExt;
@@ -129,6 +129,53 @@ impl FtpScheme {
             .ok_or(ErrorKind::Refused { retry_after: None })?;
         self.dialled.fetch_add(1, Ordering::Relaxed);
         session::open(ep, key, permit, &self.options, &self.dialer, &self.tls).await
+    }
+
+    /// A session for a fetch: an idle pooled one (preferring `slot`'s) when `allow_pooled`,
+    /// else a new one within the host's ceiling. At the ceiling while a session is being opened
+    /// ahead ([`Scheme::prepare`]), it waits, within the connect timeout, for that session to
+    /// be pooled or for a place under the ceiling, rather than be refused. Returns the session
+    /// and whether it was pooled.
+    async fn acquire(
+        &self,
+        ep: &Endpoint,
+        key: &HostKey,
+        slot: Option<ConnId>,
+        allow_pooled: bool,
+    ) -> Result<(Session, bool), ErrorKind> {
+        let deadline = tokio::time::Instant::now() + self.options.connect_timeout;
+        loop {
+            let changed = self.pool.changed();
+            if allow_pooled {
+                if let Some(s) = self.pool.take(key, slot) {
+                    return Ok((s, true));
+                }
+            }
+            if !self.pool.is_opening(key) {
+                return Ok((self.dial(ep, key.clone()).await?, false));
+            }
+            let ceiling = self.pool.ceiling_of(key);
+            let permit = tokio::select! {
+                p = ceiling.acquire_owned() => p.ok(),
+                _ = changed => None,
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Err(ErrorKind::Refused { retry_after: None })
+                }
+            };
+            if let Some(permit) = permit {
+                self.dialled.fetch_add(1, Ordering::Relaxed);
+                let s = session::open(
+                    ep,
+                    key.clone(),
+                    permit,
+                    &self.options,
+                    &self.dialer,
+                    &self.tls,
+                )
+                .await?;
+                return Ok((s, false));
+            }
+        }
     }
 
     /// Probes on an idle pooled session when there is one (the engine's closing revalidation
@@ -270,19 +317,12 @@ impl FtpScheme {
         let path = ftp_path(&ep)?;
         let mut allow_pooled = true;
         let (mut s, mut transfer) = loop {
-            let pooled = if allow_pooled {
-                self.pool.take(&key, Some(req.slot))
-            } else {
-                None
-            };
-            let reused = pooled.is_some();
-            let mut s = match pooled {
-                Some(s) => {
-                    self.reused.fetch_add(1, Ordering::Relaxed);
-                    s
-                }
-                None => self.dial(&ep, key.clone()).await?,
-            };
+            let (mut s, reused) = self
+                .acquire(&ep, &key, Some(req.slot), allow_pooled)
+                .await?;
+            if reused {
+                self.reused.fetch_add(1, Ordering::Relaxed);
+            }
             req.writer.connected(reused);
             match self.start_retr(&mut s, &path, start, &expect).await {
                 Ok(t) => break (s, t),
@@ -488,7 +528,7 @@ impl Scheme for FtpScheme {
     async fn prepare(&self, endpoint: &Endpoint) -> Result<(), SchemeError> {
         let err = |k| SchemeError::new(endpoint, k);
         let key = self.key(endpoint).map_err(err)?;
-        let Some(permit) = self.pool.admit_free(&key) else {
+        let Some((permit, _opening)) = self.pool.admit_ahead(&key) else {
             return Ok(());
         };
         self.dialled.fetch_add(1, Ordering::Relaxed);

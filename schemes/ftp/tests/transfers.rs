@@ -533,3 +533,51 @@ async fn a_prepared_session_carries_the_next_probe_and_none_is_opened_past_the_c
     assert_eq!(p.size, 100_000);
     assert_eq!(s.sessions_dialled(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_at_the_session_ceiling_waits_for_a_session_being_opened_ahead_not_refused() {
+    use faultnet::live::{Proxy, ProxyConfig};
+    use faultnet::scenario::Link;
+    use faultnet::units::{Dur, Rate};
+    // Through a link of 20 ms each way a login takes several round trips, so the prepare is
+    // still logging in when the fetch asks for a session.
+    let size = 200_000;
+    let o = origin(size, 5).await;
+    let mut link = Link::new("slow-login", Rate(50e6));
+    link.delay = Dur(Duration::from_millis(20));
+    let mut cfg = ProxyConfig::new(o.addr().to_string(), link);
+    cfg.ftp = true;
+    let proxy = Proxy::start(cfg).await.expect("proxy");
+    let url = format!("ftp://{}/object.bin", proxy.local_addr());
+    let s = scheme(options());
+    let p = probe(&s, &url).await;
+    let s = scheme(FtpOptions {
+        max_sessions_per_host: 1,
+        ..options()
+    });
+    let ep = Endpoint::parse(&url).unwrap();
+    let preparing = tokio::spawn({
+        let (s, ep) = (s.clone(), ep.clone());
+        async move { s.prepare(&ep).await }
+    });
+    for _ in 0..2000 {
+        if s.sessions_dialled() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(
+        s.sessions_dialled(),
+        1,
+        "the prepare holds the only session"
+    );
+    let sink = Arc::new(MemorySink::new(size as usize));
+    let r = ByteRange::new(0, size);
+    let out = fetch(&s, &url, &p, r, 0, &sink, None).await;
+    assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
+    assert!(sink.contents() == o.content(r), "bytes differ");
+    bounded(preparing).await.unwrap().expect("prepare");
+    // The fetch took the prepared session: one login, reused once.
+    assert_eq!(s.sessions_dialled(), 1);
+    assert_eq!(s.sessions_reused(), 1);
+}
