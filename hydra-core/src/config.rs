@@ -194,6 +194,10 @@ pub struct Remembered {
     /// (what [`RepairPolicy::shared_bottleneck_guard`] credits); `None` if no level was
     /// compared with the one below it.
     pub additivity: Option<f64>,
+    /// One connection's rate at that count, bytes per second: the source's expected rate until
+    /// its own connections are measured, so that the first split across sources is in
+    /// proportion to what each delivered last time rather than even.
+    pub conn_rate: Option<f64>,
 }
 
 impl SourceSpec {

@@ -763,19 +763,36 @@ impl Scheduler {
         if s.dead || s.search != SearchState::Done {
             return None;
         }
-        let (connections, at_ceiling) = match s.limit {
-            LimitReason::Measured { chosen, .. } => (chosen, false),
-            LimitReason::Diminishing { serving, .. } | LimitReason::Refused { serving } => {
-                (serving, false)
-            }
-            LimitReason::Ceiling { serving } => (serving, true),
+        // The aggregate the search measured at the count it settled on, when it measured one.
+        let (connections, at_ceiling, aggregate) = match s.limit {
+            LimitReason::Measured {
+                chosen,
+                chosen_rate,
+                ..
+            } => (chosen, false, Some(chosen_rate)),
+            LimitReason::Diminishing { serving, rate, .. } => (serving, false, Some(rate)),
+            LimitReason::Refused { serving } => (serving, false, None),
+            LimitReason::Ceiling { serving } => (
+                serving,
+                true,
+                s.prev_level.filter(|&(l, _)| l == serving).map(|(_, r)| r),
+            ),
             _ => return None,
+        };
+        let r = match aggregate {
+            Some(a) => a / connections.max(1) as f64,
+            None => self.conn_rate(source.0 as usize),
         };
         Some(Remembered {
             connections,
             at_ceiling,
             additivity: s.additivity,
+            conn_rate: (r.is_finite() && r > 0.0).then_some(r),
         })
+    }
+    /// Most connections `source` may have: the per-host ceiling, its own, its scheme's.
+    pub fn ceiling(&self, source: SourceId) -> usize {
+        self.sources[source.0 as usize].ceiling
     }
     /// Connections the search currently admits for `source`.
     pub fn level(&self, source: SourceId) -> usize {
@@ -1702,12 +1719,13 @@ impl Scheduler {
         (work, rate)
     }
 
-    /// The mean per-connection rate over the sources that have one, and whether any has
-    /// (1.0 and false when none is measured: expected rates are then relative priors).
+    /// The mean per-connection rate over the sources that have one, measured or remembered,
+    /// and whether any has (1.0 and false when none has: expected rates are then relative
+    /// priors).
     fn mean_conn_rate(&self) -> (f64, bool) {
         let (mut sum, mut n) = (0.0, 0u32);
         for src in 0..self.sources.len() {
-            let r = self.conn_rate(src);
+            let r = self.known_rate(src);
             if r.is_finite() && r > 0.0 {
                 sum += r;
                 n += 1;
@@ -1731,9 +1749,25 @@ impl Scheduler {
         }
     }
 
-    /// A connection's expected rate on `src`: measured, or its prior times `mean`.
-    fn expected_rate(&self, src: usize, mean: f64) -> f64 {
+    /// A connection's rate on `src` as measured, else as an earlier transfer from its host
+    /// remembered it ([`Remembered::conn_rate`]); NaN when neither.
+    fn known_rate(&self, src: usize) -> f64 {
         let r = self.conn_rate(src);
+        if r.is_finite() && r > 0.0 {
+            return r;
+        }
+        self.sources[src]
+            .spec
+            .remembered
+            .and_then(|m| m.conn_rate)
+            .filter(|r| r.is_finite() && *r > 0.0)
+            .unwrap_or(f64::NAN)
+    }
+
+    /// A connection's expected rate on `src`: measured (or remembered), or its prior times
+    /// `mean`.
+    fn expected_rate(&self, src: usize, mean: f64) -> f64 {
+        let r = self.known_rate(src);
         if r.is_finite() && r > 0.0 {
             r
         } else {

@@ -116,6 +116,7 @@ fn world() -> impl Strategy<Value = World> {
                             connections,
                             at_ceiling,
                             additivity: Some(0.6),
+                            conn_rate: None,
                         })
                     })
                     .collect();

@@ -401,12 +401,54 @@ fn a_count_learned_on_the_headroom_path_opens_at_once_the_next_time_and_skips_th
 }
 
 #[test]
+fn three_mirrors_remembered_with_their_rates_split_the_object_by_rate_from_the_start() {
+    // The peers bench's three mirrors. Remembered without rates, the first split is even and
+    // the 1 MB/s mirror's third must be repaired away; with them, it is in proportion.
+    let links = [mirror(6.0, 20), mirror(3.0, 30), mirror(1.0, 40)];
+    let cold = run(48_000_000, &links, per_host(4), None);
+    let learned: Vec<Remembered> = cold.learned.iter().map(|l| l.expect("learned")).collect();
+    for (l, want) in learned.iter().zip([6.0, 3.0, 1.0]) {
+        assert_eq!(l.connections, 1, "{cold:?}");
+        let r = l.conn_rate.expect("a rate") / MB;
+        assert!(
+            (r - want).abs() < 0.1 * want,
+            "{r} against {want}: {cold:?}"
+        );
+    }
+    let warm = |rates: bool| {
+        let links: Vec<Link> = links
+            .iter()
+            .zip(&learned)
+            .map(|(l, m)| Link {
+                remembered: Some(Remembered {
+                    conn_rate: m.conn_rate.filter(|_| rates),
+                    ..*m
+                }),
+                ..*l
+            })
+            .collect();
+        run(48_000_000, &links, per_host(4), None)
+    };
+    let (with, without) = (warm(true), warm(false));
+    assert_eq!(with.outcome, Some(Outcome::Complete), "{with:?}");
+    assert_eq!(with.connections, 3, "{with:?}");
+    assert!(with.repairs < without.repairs, "{with:?} {without:?}");
+    assert!(with.end < without.end, "{with:?} {without:?}");
+    assert!(with.end <= cold.end, "{with:?} {cold:?}");
+    eprintln!(
+        "cold {:?} ({} repairs), remembered {:?} ({}), without rates {:?} ({})",
+        cold.end, cold.repairs, with.end, with.repairs, without.end, without.repairs
+    );
+}
+
+#[test]
 fn a_count_remembered_at_a_lower_ceiling_is_climbed_from_not_from_one() {
     let l = Link {
         remembered: Some(Remembered {
             connections: 2,
             at_ceiling: true,
             additivity: Some(1.0),
+            conn_rate: None,
         }),
         ..link(4.0, 1.2)
     };
