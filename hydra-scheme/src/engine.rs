@@ -145,8 +145,14 @@ impl SourceInput {
         let extra = self
             .remembered
             .map_or(0, |r| r.connections.saturating_sub(1));
+        self.open_ahead(extra, timeout)
+    }
+
+    /// Starts opening `n` sessions in the background ([`Scheme::prepare`], each bounded by
+    /// `timeout`); dropping the guard aborts those still opening.
+    pub fn open_ahead(&self, n: usize, timeout: Duration) -> Preparing {
         Preparing(
-            (0..extra)
+            (0..n)
                 .map(|_| {
                     let (scheme, endpoint) = (self.scheme.clone(), self.endpoint.clone());
                     tokio::spawn(async move {
@@ -667,6 +673,10 @@ impl Engine {
             sources.len(),
             self.opts.probe_timeout.min(self.opts.config.stall_timeout),
         );
+        // Sessions opened ahead for the search's next level (aborted, when still opening, as
+        // this returns), and per source the level they were opened for.
+        let mut ahead = Preparing::default();
+        let mut ahead_to: Vec<usize> = vec![0; sources.len()];
         loop {
             let now = start.elapsed();
             // Sources whose probes answered since: each joins, or is left out.
@@ -680,6 +690,7 @@ impl Engine {
                         tracing::debug!(source = id.0, endpoint = %s.input.endpoint, "joined");
                         endpoints.push(Arc::new(s.input.endpoint.clone()));
                         failures.push((0, None));
+                        ahead_to.push(0);
                         checks.add_source();
                         if let Some(ev) = &events {
                             let _ = ev.send(EngineEvent::Joined {
@@ -855,6 +866,23 @@ impl Engine {
                 }
             }
             checks.send_due(&sched, &sources);
+            // While a source's search measures a level, the sessions its next level would add
+            // (double, within its ceiling) are opened, so that they start with their requests.
+            for (i, to) in ahead_to.iter_mut().enumerate() {
+                let id = SourceId(i as u16);
+                if let LimitReason::Measuring { level } = sched.limit_reason(id) {
+                    let want = (2 * level).min(sched.ceiling(id));
+                    let have = (*to).max(level);
+                    if want > have {
+                        ahead.extend(
+                            sources[i]
+                                .input
+                                .open_ahead(want - have, self.opts.probe_timeout),
+                        );
+                        *to = want;
+                    }
+                }
+            }
             while let Some(n) = sched.poll_notice() {
                 tracing::debug!(?n, "scheduler");
                 if let Notice::Stalled { fetch } = n {

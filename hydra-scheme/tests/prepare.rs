@@ -85,6 +85,7 @@ fn input(fake: &Arc<Fake>, remembered: Option<usize>) -> SourceInput {
         connections,
         at_ceiling: false,
         additivity: Some(1.0),
+        conn_rate: None,
     });
     s
 }
