@@ -58,6 +58,9 @@ struct Entry {
     connections: usize,
     at_ceiling: bool,
     additivity: Option<f64>,
+    /// One connection's rate, bytes/s (absent in files written before it was kept).
+    #[serde(default)]
+    conn_rate: Option<f64>,
     /// Seconds since the Unix epoch.
     learned_at: u64,
 }
@@ -125,6 +128,7 @@ impl HostMemory {
             connections: e.connections,
             at_ceiling: e.at_ceiling,
             additivity: e.additivity.filter(|a| a.is_finite()),
+            conn_rate: e.conn_rate.filter(|r| r.is_finite() && *r > 0.0),
         })
     }
 
@@ -138,6 +142,7 @@ impl HostMemory {
                 connections: r.connections,
                 at_ceiling: r.at_ceiling,
                 additivity: r.additivity.filter(|a| a.is_finite()),
+                conn_rate: r.conn_rate.filter(|r| r.is_finite() && *r > 0.0),
                 learned_at: now,
             },
         );
@@ -220,6 +225,7 @@ mod tests {
             connections: 4,
             at_ceiling: true,
             additivity: Some(0.9),
+            conn_rate: Some(1.25e6),
         }
     }
 
@@ -243,6 +249,17 @@ mod tests {
             None,
             "learned in the future"
         );
+    }
+
+    #[test]
+    fn an_entry_written_without_a_connection_rate_still_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = r#"{"version":1,"hosts":{"http://a:80":{"connections":2,"at_ceiling":false,
+            "additivity":null,"learned_at":1000}}}"#;
+        std::fs::write(dir.path().join(FILE), old).unwrap();
+        let m = HostMemory::load(dir.path()).unwrap();
+        let r = m.recall("http://a:80", at(1_001)).expect("recalled");
+        assert_eq!((r.connections, r.conn_rate), (2, None));
     }
 
     #[test]
