@@ -83,11 +83,12 @@ impl Default for EngineOptions {
 }
 
 impl EngineOptions {
-    /// Whether a transfer from `sources` sources primes its probe: only with one source that
+    /// Whether a transfer from `sources` primes its probe: only with one source that
     /// starts on one connection, whose first fetch is then the whole object. With several
     /// first fetches the one from 0 would end at a split while a primed response runs to the
     /// end of the object, so the rest would cross the wire as waste and its connection could
-    /// not be reused.
+    /// not be reused. A source remembered to open several connections at once
+    /// ([`SourceInput::remembered`]) has several first fetches too.
     pub fn primes(&self, sources: &[SourceInput]) -> bool {
         let [only] = sources else {
             return false;
@@ -133,9 +134,7 @@ impl SourceInput {
             self.scheme.probe(&self.endpoint).await
         }
     }
-}
 
-impl SourceInput {
     /// Starts opening, in the background, the sessions beyond the probe's that a remembered
     /// count says this source will open at once ([`Scheme::prepare`], each bounded by
     /// `timeout`), so that those fetches start with their request. Drop the returned guard

@@ -5,6 +5,9 @@
 //! writes `CHUNK` bytes every `GAP`; its probes report a version that the test rewrites at a
 //! chosen moment.
 
+#[macro_use]
+mod common;
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,8 +15,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use hydra_core::{Concurrency, Config};
 use hydra_scheme::{
-    Capabilities, Endpoint, Engine, EngineError, EngineOptions, ErrorKind, FetchOutcome,
-    FetchRequest, MemorySink, Probe, RangeSet, Scheme, SchemeError, Sink, SourceInput, Validator,
+    Endpoint, Engine, EngineError, EngineOptions, ErrorKind, FetchOutcome, FetchRequest,
+    MemorySink, Probe, RangeSet, Scheme, SchemeError, Sink, SourceInput, Validator,
 };
 use tokio::sync::Notify;
 
@@ -77,17 +80,7 @@ impl Paced {
 
 #[async_trait]
 impl Scheme for Paced {
-    fn name(&self) -> &str {
-        "paced"
-    }
-
-    fn url_schemes(&self) -> &[&'static str] {
-        &["paced"]
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::HTTP
-    }
+    test_scheme_identity!("paced");
 
     async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
         let first = self.probes.load(Ordering::SeqCst) == 0;

@@ -4,6 +4,9 @@
 //! In-memory sources serve one object (byte `i` is `i % 251`). Each has a probe delay (or a
 //! probe that never answers), a size it reports, and a pace: one chunk per `gap`.
 
+#[macro_use]
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,8 +14,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use hydra_core::{Concurrency, Config};
 use hydra_scheme::{
-    Capabilities, Endpoint, Engine, EngineOptions, ErrorKind, FetchOutcome, FetchRequest,
-    MemorySink, Probe, RangeSet, Report, Scheme, SchemeError, Sink, SourceInput, Validator,
+    Endpoint, Engine, EngineOptions, ErrorKind, FetchOutcome, FetchRequest, MemorySink, Probe,
+    RangeSet, Report, Scheme, SchemeError, Sink, SourceInput, Validator,
 };
 
 const SIZE: u64 = 512 * 1024;
@@ -44,17 +47,7 @@ fn fake(probe_after: Option<Duration>, size: u64, gap: Duration) -> Arc<Fake> {
 
 #[async_trait]
 impl Scheme for Fake {
-    fn name(&self) -> &str {
-        "fake"
-    }
-
-    fn url_schemes(&self) -> &[&'static str] {
-        &["fake"]
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::HTTP
-    }
+    test_scheme_identity!("fake");
 
     async fn probe(&self, _endpoint: &Endpoint) -> Result<Probe, SchemeError> {
         match self.probe_after {

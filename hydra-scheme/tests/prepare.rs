@@ -1,6 +1,9 @@
 //! Sessions a remembered count will use are opened while the probe is out
 //! ([`Scheme::prepare`]), and those still opening when the transfer starts are aborted.
 
+#[macro_use]
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,8 +11,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use hydra_core::Remembered;
 use hydra_scheme::{
-    Capabilities, Endpoint, Engine, EngineOptions, FetchOutcome, FetchRequest, Probe, Scheme,
-    SchemeError, SourceInput,
+    Endpoint, Engine, EngineOptions, FetchOutcome, FetchRequest, Probe, Scheme, SchemeError,
+    SourceInput,
 };
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -36,17 +39,7 @@ impl Drop for Aborted {
 
 #[async_trait]
 impl Scheme for Fake {
-    fn name(&self) -> &str {
-        "fake"
-    }
-
-    fn url_schemes(&self) -> &[&'static str] {
-        &["fake"]
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::HTTP
-    }
+    test_scheme_identity!("fake");
 
     async fn probe(&self, _endpoint: &Endpoint) -> Result<Probe, SchemeError> {
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -7,6 +7,9 @@
 //! change the file, so the engine must finish then, not after `cancel_grace`, and must not
 //! leave the hung fetch running behind it.
 
+#[macro_use]
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,8 +17,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use hydra_core::{Concurrency, Config};
 use hydra_scheme::{
-    Capabilities, Endpoint, Engine, EngineOptions, ErrorKind, FetchOutcome, FetchRequest,
-    MemorySink, Probe, RangeSet, Scheme, SchemeError, Sink, SourceInput, Validator,
+    Endpoint, Engine, EngineOptions, ErrorKind, FetchOutcome, FetchRequest, MemorySink, Probe,
+    RangeSet, Scheme, SchemeError, Sink, SourceInput, Validator,
 };
 
 const SIZE: u64 = 256 * 1024;
@@ -55,17 +58,7 @@ impl Fake {
 
 #[async_trait]
 impl Scheme for Fake {
-    fn name(&self) -> &str {
-        "fake"
-    }
-
-    fn url_schemes(&self) -> &[&'static str] {
-        &["fake"]
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::HTTP
-    }
+    test_scheme_identity!("fake");
 
     async fn probe(&self, _endpoint: &Endpoint) -> Result<Probe, SchemeError> {
         Ok(Probe {
