@@ -49,8 +49,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
+            // `hydra demo` runs its FTP origin (libunftp) in process: its warnings about a
+            // client that hung up mid-command (hydra drops sessions and checks it no longer
+            // needs) are the origin's business, not the user's.
             tracing_subscriber::EnvFilter::try_from_env("HYDRA_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,libunftp=error")),
         )
         .with_writer(std::io::stderr)
         .init();
