@@ -756,8 +756,8 @@ impl Scheduler {
     /// from ([`SourceSpec::remembered`]): the count it settled on by comparing levels, the
     /// ceiling every level up to which paid, or the count at which the source refused more.
     /// `None` while it searches, when it stopped for want of work or because the path changed
-    /// (nothing was learned about connection count), when it started from a remembered count,
-    /// and when the source died.
+    /// (nothing was learned about connection count), when it took a remembered count and
+    /// searched no further ([`LimitReason::Remembered`]), and when the source died.
     pub fn learned(&self, source: SourceId) -> Option<Remembered> {
         let s = &self.sources[source.0 as usize];
         if s.dead || s.search != SearchState::Done {
