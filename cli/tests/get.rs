@@ -449,18 +449,22 @@ async fn ctrl_c_checkpoints_exits_130_and_continue_finishes() {
     assert!(std::fs::read(&out).unwrap() == object(6, size));
 }
 
-const PACED_SIZE: u64 = 6_000_000;
+const PACED_SIZE: u64 = 12_000_000;
 
-/// An origin that paces each response at 1 MB/s, so that every level of the concurrency
-/// search up to the ceiling pays.
+/// An origin that paces each response at 2 MB/s, so that more connections pay; downloads
+/// from it run with a ceiling of two per host, so that the search concludes (at the ceiling,
+/// or on a level that did not pay) after two levels of at most a few seconds each however
+/// loaded the machine, with most of the object still to come.
 async fn paced_origin(seed: u64) -> hydra_scheme_http::origin::Origin {
     let h = http_origin(PACED_SIZE, seed).await;
     h.set(Misbehaviour {
-        rate_limit: Some(1_000_000),
+        rate_limit: Some(2_000_000),
         ..Misbehaviour::default()
     });
     h
 }
+
+const TWO: &[&str] = &["--per-host", "2"];
 
 /// Downloads `url` (the object of `seed`) with its host memory in `state`; returns the summary.
 async fn remembering(url: &str, seed: u64, state: &std::path::Path, extra: &[&str]) -> Value {
@@ -496,14 +500,16 @@ async fn a_second_download_from_a_host_opens_at_once_the_count_the_first_one_fou
     let state = tempfile::tempdir().unwrap();
     let h = paced_origin(21).await;
     let url = h.url("/f.bin");
-    let (found, reason) = serving(&remembering(&url, 21, state.path(), &[]).await);
+    let (found, reason) = serving(&remembering(&url, 21, state.path(), TWO).await);
     assert!(!reason.contains("remembered"), "{reason}");
-    assert!(found >= 2, "the search climbs on a paced origin: {reason}");
     let learned = hosts(state.path());
     let key = url.trim_end_matches("/f.bin");
-    assert_eq!(learned["hosts"][key]["connections"], found, "{learned}");
+    assert_eq!(
+        learned["hosts"][key]["connections"], found,
+        "{reason}: {learned}"
+    );
 
-    let (n, reason) = serving(&remembering(&url, 21, state.path(), &[]).await);
+    let (n, reason) = serving(&remembering(&url, 21, state.path(), TWO).await);
     assert_eq!(n, found, "{reason}");
     assert!(reason.contains("remembered"), "{reason}");
     // A remembered count is not learned again: the entry keeps its date.
@@ -515,10 +521,16 @@ async fn with_no_host_memory_a_download_neither_reads_nor_writes_the_memory() {
     let state = tempfile::tempdir().unwrap();
     let h = paced_origin(23).await;
     let url = h.url("/f.bin");
-    let (_, reason) = serving(&remembering(&url, 23, state.path(), &[]).await);
+    let (_, reason) = serving(&remembering(&url, 23, state.path(), TWO).await);
     assert!(!reason.contains("remembered"), "{reason}");
     let learned = hosts(state.path());
-    let off = remembering(&url, 23, state.path(), &["--no-host-memory"]).await;
+    let off = remembering(
+        &url,
+        23,
+        state.path(),
+        &["--per-host", "2", "--no-host-memory"],
+    )
+    .await;
     let (_, reason) = serving(&off);
     assert!(!reason.contains("remembered"), "{reason}");
     assert_eq!(hosts(state.path()), learned, "left as it was");
