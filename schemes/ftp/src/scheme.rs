@@ -13,6 +13,7 @@ use hydra_scheme::{
 };
 use suppaftp::Mode;
 use tokio::io::AsyncReadExt;
+use tokio::sync::OwnedSemaphorePermit;
 
 use crate::options::{FtpOptions, FtpsMode, StopMethod};
 use crate::pool::Pool;
@@ -127,6 +128,16 @@ impl FtpScheme {
             .pool
             .admit(&key)
             .ok_or(ErrorKind::Refused { retry_after: None })?;
+        self.open(ep, key, permit).await
+    }
+
+    /// Opens (and counts) a session holding `permit`, a place under the host's ceiling.
+    async fn open(
+        &self,
+        ep: &Endpoint,
+        key: HostKey,
+        permit: OwnedSemaphorePermit,
+    ) -> Result<Session, ErrorKind> {
         self.dialled.fetch_add(1, Ordering::Relaxed);
         session::open(ep, key, permit, &self.options, &self.dialer, &self.tls).await
     }
@@ -163,17 +174,7 @@ impl FtpScheme {
                 }
             };
             if let Some(permit) = permit {
-                self.dialled.fetch_add(1, Ordering::Relaxed);
-                let s = session::open(
-                    ep,
-                    key.clone(),
-                    permit,
-                    &self.options,
-                    &self.dialer,
-                    &self.tls,
-                )
-                .await?;
-                return Ok((s, false));
+                return Ok((self.open(ep, key.clone(), permit).await?, false));
             }
         }
     }
@@ -531,17 +532,7 @@ impl Scheme for FtpScheme {
         let Some((permit, _opening)) = self.pool.admit_ahead(&key) else {
             return Ok(());
         };
-        self.dialled.fetch_add(1, Ordering::Relaxed);
-        let s = session::open(
-            endpoint,
-            key,
-            permit,
-            &self.options,
-            &self.dialer,
-            &self.tls,
-        )
-        .await
-        .map_err(err)?;
+        let s = self.open(endpoint, key, permit).await.map_err(err)?;
         self.pool.put(s, None);
         Ok(())
     }
