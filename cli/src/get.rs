@@ -425,7 +425,7 @@ fn job(args: &GetArgs, ui: Ui) -> Result<(Job, Option<Memory>), Failure> {
             let now = SystemTime::now();
             let mut keys = BTreeMap::new();
             for input in &mut inputs {
-                let k = memory::key(&input.endpoint, args.proxy.as_deref());
+                let k = memory::key(&input.endpoint, net.proxy.as_ref().map(|p| &p.target));
                 input.remembered = hosts.recall(&k, now);
                 keys.insert(input.endpoint.to_string(), k);
             }

@@ -11,7 +11,7 @@
 //! ending at once may lose one's update, never the file.
 
 use hydra_core::Remembered;
-use hydra_scheme::Endpoint;
+use hydra_scheme::{Endpoint, Target};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -192,9 +192,9 @@ impl HostMemory {
     }
 }
 
-/// The memory's key for `endpoint` reached through `proxy` (a SOCKS URL): scheme, user, host
-/// and port, and the proxy's scheme, host and port; never a password or a path.
-pub fn key(endpoint: &Endpoint, proxy: Option<&str>) -> String {
+/// The memory's key for `endpoint` reached through the SOCKS5 proxy at `proxy`: scheme, user,
+/// host and port, and the proxy's address; never a password or a path.
+pub fn key(endpoint: &Endpoint, proxy: Option<&Target>) -> String {
     let mut k = format!("{}://", endpoint.url_scheme());
     if let Some(c) = endpoint.credentials().filter(|c| !c.username.is_empty()) {
         k.push_str(&c.username);
@@ -205,9 +205,7 @@ pub fn key(endpoint: &Endpoint, proxy: Option<&str>) -> String {
         k.push_str(&format!(":{p}"));
     }
     if let Some(p) = proxy {
-        let (scheme, rest) = p.split_once("://").unwrap_or(("socks5h", p));
-        let at = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
-        k.push_str(&format!(" via {scheme}://{at}"));
+        k.push_str(&format!(" via socks5h://{p}"));
     }
     k
 }
@@ -297,12 +295,9 @@ mod tests {
         let e = Endpoint::parse("ftp://anna:secret@mirror.example:2121/pub/x.iso").unwrap();
         assert_eq!(key(&e, None), "ftp://anna@mirror.example:2121");
         let e = Endpoint::parse("https://mirror.example/x.iso").unwrap();
+        let proxy = crate::schemes::parse_proxy("socks5h://u:pw@127.0.0.1:1080").unwrap();
         assert_eq!(
-            key(&e, Some("socks5h://127.0.0.1:1080")),
-            "https://mirror.example:443 via socks5h://127.0.0.1:1080"
-        );
-        assert_eq!(
-            key(&e, Some("socks5h://u:pw@127.0.0.1:1080")),
+            key(&e, Some(&proxy.target)),
             "https://mirror.example:443 via socks5h://127.0.0.1:1080"
         );
     }
