@@ -16,4 +16,6 @@ mod session;
 pub mod origin;
 
 pub use options::{FtpOptions, FtpsMode, Passive, PasvHost, Socks5Proxy, StopMethod};
-pub use scheme::{FtpScheme, StopRecord, PREEMPT_COST_RTT_ABOR, PREEMPT_COST_RTT_DROP_DATA};
+pub use scheme::{
+    FtpScheme, StopRecord, FRESH_CHECK, PREEMPT_COST_RTT_ABOR, PREEMPT_COST_RTT_DROP_DATA,
+};

@@ -26,6 +26,12 @@ pub const PREEMPT_COST_RTT_DROP_DATA: f64 = 0.6;
 /// Round trips an `ABOR` stop costs, measured the same way: 1.02 RTT.
 pub const PREEMPT_COST_RTT_ABOR: f64 = 1.0;
 
+/// A `SIZE`/`MDTM` check this recent, with no transfer begun on the session since, counts as
+/// the next `RETR`'s own (the probe's, for the fetch that takes the probe's session): `MDTM`
+/// counts whole seconds, so asking again sooner could only notice a size change within that
+/// second, which the other ranges' checks and the engine's closing re-check notice as well.
+pub const FRESH_CHECK: Duration = Duration::from_secs(1);
+
 /// The FTP scheme: serves `ftp` and `ftps` (explicit, `AUTH TLS`).
 ///
 /// * Probe: login (anonymous unless the URL or endpoint carries credentials), `TYPE I`,
@@ -37,7 +43,10 @@ pub const PREEMPT_COST_RTT_ABOR: f64 = 1.0;
 ///   that ends before the end of the file is stopped with [`FtpOptions::stop`]; the session
 ///   then goes back to the pool with no reply owed.
 /// * Before `RETR`, a session that has not checked within [`FtpOptions::revalidate_after`]
-///   re-reads `SIZE` and `MDTM`: a file that changed is [`ErrorKind::ObjectChanged`].
+///   re-reads `SIZE` and `MDTM`: a file that changed is [`ErrorKind::ObjectChanged`]. A check
+///   younger than [`FRESH_CHECK`] with no transfer since counts (the probe's, typically).
+/// * `REST 0` precedes a transfer from byte 0 only on a session that sent another `REST`
+///   since it last sent `REST 0`; `FEAT` is asked once per session.
 /// * Sessions are pooled per host and user, preferring the one the slot used last, with at
 ///   most [`FtpOptions::max_sessions_per_host`] per host.
 pub struct FtpScheme {
@@ -205,7 +214,8 @@ impl FtpScheme {
         Ok(p)
     }
 
-    /// `FEAT`/`REST 0`, `SIZE` and `MDTM` on session `s`; `connect` is what getting it cost.
+    /// `FEAT`/`REST 0` (once per session), `SIZE` and `MDTM` on session `s`; `connect` is what
+    /// getting it cost. `SIZE`'s round trip is the probe's first byte.
     async fn probe_on(
         &self,
         s: &mut Session,
@@ -214,23 +224,16 @@ impl FtpScheme {
     ) -> Result<Probe, ErrorKind> {
         let rt = self.options.reply_timeout;
         let ranged = s.supports_rest(rt).await?;
-        let t1 = Instant::now();
-        let size = timed(rt, async { s.ftp.size(path).await.map_err(map_ftp) }).await?;
-        let first_byte = t1.elapsed();
         let facts = s.facts(path, rt).await?;
-        if facts.size != size as u64 {
-            return Err(ErrorKind::ObjectChanged {
-                detail: format!("SIZE said {size} then {}", facts.size),
-            });
-        }
         s.validated = Some(Instant::now());
+        s.check_unused = true;
         Ok(Probe {
             size: facts.size,
             ranged,
             validator: facts.mdtm.as_ref().map(|(m, _)| Validator::Weak(m.clone())),
             last_modified: facts.mdtm.map(|(_, t)| t),
             connect,
-            first_byte,
+            first_byte: facts.size_rtt,
         })
     }
 
@@ -244,23 +247,26 @@ impl FtpScheme {
         expect: &Probe,
     ) -> Result<Transfer, ErrorKind> {
         let rt = self.options.reply_timeout;
-        let due = s
-            .validated
-            .is_none_or(|t| t.elapsed() >= self.options.revalidate_after);
+        let fresh = s.check_unused && s.validated.is_some_and(|t| t.elapsed() < FRESH_CHECK);
+        let due = !fresh
+            && s.validated
+                .is_none_or(|t| t.elapsed() >= self.options.revalidate_after);
         if due {
             let f = s.facts(path, rt).await?;
             check_same(expect, &f)?;
             s.validated = Some(Instant::now());
         }
+        s.check_unused = false;
         let offset = usize::try_from(start)
             .map_err(|_| ErrorKind::Unsupported(format!("offset {start} on this platform")))?;
         for attempt in 0..2 {
             if start == 0 {
-                if expect.ranged {
+                if expect.ranged && s.offset_armed {
                     s.rest_zero(rt).await?;
                 }
             } else {
                 // suppaftp sends this `REST` lazily: after `EPSV`/`PASV`, just before `RETR`.
+                s.offset_armed = true;
                 s.ftp.resume_transfer(offset).await.map_err(map_ftp)?;
             }
             let r = timed(rt, async {
@@ -291,6 +297,7 @@ impl FtpScheme {
     /// Sends `REST start` on its own: `Ok` when accepted (the offset it arms is replaced by the
     /// next transfer's own `REST`, or dies with the session), the refusal otherwise.
     async fn rest_alone(&self, s: &mut Session, start: u64) -> Result<(), ErrorKind> {
+        s.offset_armed = true;
         timed(self.options.reply_timeout, async {
             s.ftp
                 .custom_command(

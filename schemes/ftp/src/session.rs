@@ -42,14 +42,27 @@ pub(crate) struct Session {
     pub key: HostKey,
     /// When `SIZE`/`MDTM` were last checked against the probe on this session.
     pub validated: Option<Instant>,
+    /// No transfer has begun on this session since `validated`: the check was the last thing
+    /// the session was asked about the file.
+    pub check_unused: bool,
+    /// What `FEAT` (or a `REST 0`) said about `REST`, once asked: it does not change within a
+    /// session, so a closing re-check on a pooled session does not ask again.
+    pub rest: Option<bool>,
+    /// The server may hold a restart offset from an earlier `REST` on this session (a transfer
+    /// stopped early does not consume it on every server: libunftp clears it only after a
+    /// completed `RETR`), so a transfer from byte 0 must send `REST 0` first. False on a new
+    /// session and after an accepted `REST 0`.
+    pub offset_armed: bool,
     /// Holds one of the host's session slots for as long as the session lives.
     pub _permit: OwnedSemaphorePermit,
 }
 
-/// What `SIZE`, `MDTM` and `FEAT` said.
+/// What `SIZE` and `MDTM` said.
 #[derive(Debug, Clone)]
 pub(crate) struct Facts {
     pub size: u64,
+    /// How long `SIZE` took to answer: one round trip on a ready session.
+    pub size_rtt: Duration,
     /// `MDTM` as sent (`YYYYMMDDhhmmss`), and as a time.
     pub mdtm: Option<(String, SystemTime)>,
 }
@@ -219,6 +232,9 @@ pub(crate) async fn open(
         ftp,
         key,
         validated: None,
+        check_unused: false,
+        rest: None,
+        offset_armed: false,
         _permit: permit,
     })
 }
@@ -239,7 +255,9 @@ pub(crate) async fn timed<T>(
 impl Session {
     /// `SIZE` and `MDTM` of `path`. `SIZE` is required; a refused `MDTM` leaves it unknown.
     pub async fn facts(&mut self, path: &str, after: Duration) -> Result<Facts, ErrorKind> {
+        let asked = Instant::now();
         let size = timed(after, async { self.ftp.size(path).await.map_err(map_ftp) }).await?;
+        let size_rtt = asked.elapsed();
         let mdtm = timed(after, async {
             match self.ftp.mdtm(path).await {
                 Ok(t) => Ok(Some(t)),
@@ -259,12 +277,23 @@ impl Session {
         });
         Ok(Facts {
             size: size as u64,
+            size_rtt,
             mdtm,
         })
     }
 
     /// Whether the server takes `REST`: `FEAT` lists it, or (no `FEAT`) a `REST 0` is accepted.
+    /// Asked once per session.
     pub async fn supports_rest(&mut self, after: Duration) -> Result<bool, ErrorKind> {
+        if let Some(known) = self.rest {
+            return Ok(known);
+        }
+        let rest = self.ask_rest(after).await?;
+        self.rest = Some(rest);
+        Ok(rest)
+    }
+
+    async fn ask_rest(&mut self, after: Duration) -> Result<bool, ErrorKind> {
         let feat = timed(after, async {
             match self.ftp.feat().await {
                 Ok(f) => Ok(Some(f)),
@@ -285,7 +314,7 @@ impl Session {
     /// offset of an aborted transfer (libunftp resets it only after a successful `RETR`), so a
     /// range from byte 0 must reset it explicitly. Returns whether the server accepted it.
     pub async fn rest_zero(&mut self, after: Duration) -> Result<bool, ErrorKind> {
-        timed(after, async {
+        let accepted = timed(after, async {
             match self
                 .ftp
                 .custom_command("REST 0", &[Status::RequestFilePending])
@@ -296,7 +325,11 @@ impl Session {
                 Err(e) => Err(map_ftp(e)),
             }
         })
-        .await
+        .await?;
+        if accepted {
+            self.offset_armed = false;
+        }
+        Ok(accepted)
     }
 
     /// Stops a running transfer before its end so that the control connection is in a known

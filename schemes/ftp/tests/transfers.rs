@@ -320,6 +320,87 @@ async fn a_server_without_epsv_is_served_with_pasv() {
     assert_eq!(cmds[retr - 1], "REST 100", "{cmds:?}");
 }
 
+/// The commands a session sent after its login (`TYPE I` on).
+fn after_login(cmds: &[String]) -> Vec<String> {
+    let at = cmds.iter().position(|c| c == "TYPE I").expect("logged in");
+    cmds[at + 1..].to_vec()
+}
+
+#[tokio::test]
+async fn the_fetch_on_the_probes_session_takes_the_probes_check_and_feat_is_asked_once() {
+    let srv = Scripted::start(Script::new(5000, 9)).await.unwrap();
+    let s = scheme(FtpOptions {
+        revalidate_after: Duration::ZERO,
+        ..options()
+    });
+    let p = probe(&s, &srv.url()).await;
+    let sink = Arc::new(MemorySink::new(5000));
+    let out = fetch(&s, &srv.url(), &p, ByteRange::new(0, 5000), 0, &sink, None).await;
+    assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
+    assert_eq!(sink.contents(), object_bytes(9, ByteRange::new(0, 5000)));
+    // A second look on the pooled session (the engine's closing re-check) asks no FEAT.
+    let again = probe(&s, &srv.url()).await;
+    assert!(again.same_object(&p));
+    assert_eq!(s.sessions_dialled(), 1);
+    let file = "object.bin";
+    assert_eq!(
+        after_login(&srv.commands()),
+        [
+            "FEAT".to_owned(),
+            format!("SIZE {file}"),
+            format!("MDTM {file}"),
+            // The probe's SIZE and MDTM were the session's last word on the file: the fetch
+            // that takes the session does not ask them again, and a new session holds no
+            // restart offset, so no `REST 0` either.
+            "EPSV".to_owned(),
+            format!("RETR {file}"),
+            format!("SIZE {file}"),
+            format!("MDTM {file}"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_transfer_since_the_last_check_makes_the_next_retr_check_again_and_rest_0_follows_a_rest()
+{
+    let srv = Scripted::start(Script::new(5000, 9)).await.unwrap();
+    let s = scheme(FtpOptions {
+        revalidate_after: Duration::ZERO,
+        ..options()
+    });
+    let p = probe(&s, &srv.url()).await;
+    let sink = Arc::new(MemorySink::new(5000));
+    for r in [ByteRange::new(100, 5000), ByteRange::new(0, 100)] {
+        let out = fetch(&s, &srv.url(), &p, r, 0, &sink, None).await;
+        assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
+    }
+    assert_eq!(sink.contents(), object_bytes(9, ByteRange::new(0, 5000)));
+    let file = "object.bin";
+    let cmds = after_login(&srv.commands());
+    let retrs: Vec<usize> = (0..cmds.len())
+        .filter(|&i| cmds[i].starts_with("RETR"))
+        .collect();
+    assert_eq!(retrs.len(), 2, "{cmds:?}");
+    // First RETR: the probe's check stands, so only EPSV and REST 100 precede it.
+    assert_eq!(
+        cmds[retrs[0] - 2..retrs[0]],
+        ["EPSV", "REST 100"],
+        "{cmds:?}"
+    );
+    // Second: a transfer ran since the check, so SIZE and MDTM are asked again; a REST was
+    // sent on this session, so the range from byte 0 resets it.
+    assert_eq!(
+        cmds[retrs[0] + 1..retrs[1]],
+        [
+            format!("SIZE {file}"),
+            format!("MDTM {file}"),
+            "REST 0".to_owned(),
+            "EPSV".to_owned(),
+        ],
+        "{cmds:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_replaced_file_is_an_error_not_a_mixed_file() {
     let size = 200_000;
