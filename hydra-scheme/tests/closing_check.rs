@@ -26,6 +26,8 @@ const GAP: Duration = Duration::from_millis(10);
 const SETUP: Duration = Duration::from_millis(300);
 /// How long after the last byte a late-answering check answers.
 const LATE: Duration = Duration::from_millis(100);
+/// How long a check takes under [`When::ChecksTakeCheck`].
+const CHECK: Duration = Duration::from_millis(60);
 
 #[derive(Debug, Clone, Copy)]
 enum When {
@@ -40,6 +42,9 @@ enum When {
     EarlyChecksRefused,
     /// Checks asked before the last byte was sent never answer; the object never changes.
     EarlyChecksHang,
+    /// Every check takes `CHECK` to answer, far less than a fetch's `SETUP`; the object never
+    /// changes.
+    ChecksTakeCheck,
 }
 
 struct Paced {
@@ -110,6 +115,9 @@ impl Scheme for Paced {
             && !self.all_sent.load(Ordering::SeqCst)
         {
             std::future::pending::<()>().await;
+        }
+        if !first && matches!(self.when, When::ChecksTakeCheck) {
+            tokio::time::sleep(CHECK).await;
         }
         let v = self.version();
         if !self.all_sent.load(Ordering::SeqCst) {
@@ -256,4 +264,20 @@ async fn a_source_whose_early_checks_timed_out_before_the_end_is_not_asked_again
     let s = Paced::new(When::EarlyChecksHang);
     let (out, sink) = transfer_with(s.clone(), Duration::from_millis(100)).await;
     assert_unchanged_and_asked(&s, out, &sink, 0);
+}
+
+#[tokio::test]
+async fn early_checks_that_came_back_too_soon_are_followed_by_one_timed_by_their_round_trip() {
+    // The first check is timed by the fetch setup (300 ms) and comes back in 60 ms, long
+    // before the last byte: it cannot stand. The next is timed by that round trip (sent when
+    // the projected end is within 60 ms), so it lands after the last byte and none is asked
+    // once the transfer is over. Timed by the setup, the second would have come back 90 ms
+    // early too.
+    let s = Paced::new(When::ChecksTakeCheck);
+    let (out, sink) = transfer(s.clone()).await;
+    out.expect("the object never changed");
+    assert!(sink.contents().iter().all(|&b| b == 1));
+    let before = s.asked_before_last_byte.load(Ordering::SeqCst);
+    assert!(before >= 3, "the probe and {} early checks", before - 1);
+    assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 0);
 }

@@ -8,9 +8,14 @@
 //! also asked *early*, aimed to land as the transfer ends:
 //!
 //! * Early checks are sent only once no byte is unassigned, when the transfer's projected end
-//!   (the slowest live fetch's owned bytes over its rate) is within [`EARLY`]`[k]` of the
-//!   source's measured setup cost (a check may need a new session), `k` being the number
-//!   already sent; at most `EARLY.len()` per source.
+//!   (the slowest live fetch's owned bytes over its rate) is within [`EARLY`]`[k]` of what a
+//!   check of the source costs, `k` being the number already sent. Until one of its checks
+//!   has been answered, that cost is the source's measured setup cost; then it is the
+//!   quickest answer's round trip (an FTP check on a pooled session is two commands, where a
+//!   fetch's setup is three or four).
+//! * A check answered while bytes are still due cannot stand (below). When every check sent to
+//!   a source was answered so, another is sent as soon as the projected end is within the
+//!   measured cost; at most [`MAX_EARLY`] per source.
 //! * A check *stands* only if its answer arrived no earlier than the engine saw the source's
 //!   last byte. The server answered it after sending every byte that arrived before the answer
 //!   did (one path, answers not reordered behind later bytes), so every byte from that source
@@ -24,6 +29,8 @@
 //! may be hung); a check that cannot be answered is logged, not failed. An early check answered
 //! with an error is followed by one at the end; one that timed out is not.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hydra_core::{Scheduler, SourceId};
@@ -36,7 +43,11 @@ use crate::probe::Probe;
 /// Early checks per source: the `k`-th is sent when the transfer's projected end is within
 /// `EARLY[k]` × the source's setup cost. Two, so that one sent on a projection that proved
 /// optimistic (answered before the last byte) has a later one behind it.
-pub(super) const EARLY: [f64; 2] = [0.9, 0.5];
+pub(super) const EARLY: [f64; 2] = [1.0, 0.5];
+
+/// Early checks per source at most, the ones sent again after answers that came too soon
+/// included.
+pub(super) const MAX_EARLY: usize = 4;
 
 /// When a check was answered, and the answer (`None`: timed out).
 type Answer = (Instant, Option<Result<Probe, SchemeError>>);
@@ -49,6 +60,9 @@ pub(super) struct ClosingChecks {
     stalled: Vec<bool>,
     /// Per source: the checks sent, in order.
     sent: Vec<Vec<JoinHandle<Answer>>>,
+    /// Per source: the quickest round trip of a check answered without error, in nanoseconds
+    /// (0: none yet). Written by the checks themselves.
+    answered_in: Vec<Arc<AtomicU64>>,
     /// Deadline of one check.
     limit: Duration,
 }
@@ -59,6 +73,7 @@ impl ClosingChecks {
             last_byte: vec![None; sources],
             stalled: vec![false; sources],
             sent: (0..sources).map(|_| Vec::new()).collect(),
+            answered_in: (0..sources).map(|_| Arc::default()).collect(),
             limit,
         }
     }
@@ -68,6 +83,7 @@ impl ClosingChecks {
         self.last_byte.push(None);
         self.stalled.push(false);
         self.sent.push(Vec::new());
+        self.answered_in.push(Arc::default());
     }
 
     /// Records that a byte of `source` reached the engine now.
@@ -107,15 +123,30 @@ impl ClosingChecks {
         }
         for (i, s) in sources.iter().enumerate() {
             let k = self.sent[i].len();
-            if k >= EARLY.len() || !self.wanted(sched, i) {
+            if k >= MAX_EARLY || !self.wanted(sched, i) {
                 continue;
             }
-            let cost = sched
-                .setup_cost(SourceId(i as u16))
-                .unwrap_or(s.probe.connect + s.probe.first_byte);
-            if end <= EARLY[k] * cost.as_secs_f64() {
-                tracing::debug!(source = i, k, projected_end = end, "early closing check");
-                let h = self.spawn(s);
+            let answered = self.answered_in[i].load(Ordering::Relaxed);
+            let cost = if answered > 0 {
+                Duration::from_nanos(answered)
+            } else {
+                sched
+                    .setup_cost(SourceId(i as u16))
+                    .unwrap_or(s.probe.connect + s.probe.first_byte)
+            };
+            let cost = cost.as_secs_f64();
+            let scheduled = EARLY.get(k).is_some_and(|f| end <= f * cost);
+            // Every check sent was answered while bytes were still due: none can stand.
+            let again = k > 0 && self.sent[i].iter().all(JoinHandle::is_finished) && end <= cost;
+            if scheduled || again {
+                tracing::debug!(
+                    source = i,
+                    k,
+                    projected_end = end,
+                    cost,
+                    "early closing check"
+                );
+                let h = self.spawn(s, i);
                 self.sent[i].push(h);
             }
         }
@@ -167,7 +198,7 @@ impl ClosingChecks {
             } else if timed_out {
                 tracing::warn!(source = %s.input.endpoint, "re-checking the object at the end timed out");
             } else {
-                pending.push((i, vec![self.spawn(s)], true));
+                pending.push((i, vec![self.spawn(s, i)], true));
             }
         }
         for (i, mut handles, mut asked_now) in pending {
@@ -189,7 +220,7 @@ impl ClosingChecks {
                         break answer;
                     }
                     asked_now = true;
-                    handles.push(self.spawn(s));
+                    handles.push(self.spawn(s, i));
                 }
             };
             handles.iter().for_each(JoinHandle::abort);
@@ -207,14 +238,26 @@ impl ClosingChecks {
         Ok(())
     }
 
-    fn spawn(&self, s: &ProbedSource) -> JoinHandle<Answer> {
+    /// Asks source `i` (`s`) again; a good answer records its round trip in `answered_in`.
+    fn spawn(&self, s: &ProbedSource, i: usize) -> JoinHandle<Answer> {
         let s = s.clone();
         let limit = self.limit;
+        let answered_in = self.answered_in[i].clone();
         tokio::spawn(async move {
+            let asked = Instant::now();
             let again = tokio::time::timeout(limit, s.input.scheme.probe(&s.input.endpoint))
                 .await
                 .ok();
-            (Instant::now(), again)
+            let at = Instant::now();
+            if matches!(again, Some(Ok(_))) {
+                let took = u64::try_from((at - asked).as_nanos())
+                    .unwrap_or(u64::MAX)
+                    .max(1);
+                let _ = answered_in.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |known| {
+                    (known == 0 || took < known).then_some(took)
+                });
+            }
+            (at, again)
         })
     }
 }
