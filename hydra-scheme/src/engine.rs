@@ -739,6 +739,11 @@ impl Engine {
                         tracing::debug!(?fetch, end = ?outcome.end(), "fetch ended");
                         let src = running.get(&fetch).map(|r| r.source);
                         running.remove(&fetch);
+                        if let (Some(src), FetchOutcome::Completed | FetchOutcome::Shrunk) =
+                            (src, &outcome)
+                        {
+                            checks.on_returned(src);
+                        }
                         if let (Some(src), FetchOutcome::Failed(err)) = (src, &outcome) {
                             if is_local(err) {
                                 sink_error = Some(std::io::Error::other(err.to_string()));

@@ -58,6 +58,9 @@ struct Paced {
     asked_after_last_byte: AtomicUsize,
     all_sent: AtomicBool,
     sent: Notify,
+    /// Sessions prepared, and how many of them before the last byte was sent.
+    prepared: AtomicUsize,
+    prepared_before_last_byte: AtomicUsize,
 }
 
 impl Paced {
@@ -71,6 +74,8 @@ impl Paced {
             asked_after_last_byte: AtomicUsize::new(0),
             all_sent: AtomicBool::new(false),
             sent: Notify::new(),
+            prepared: AtomicUsize::new(0),
+            prepared_before_last_byte: AtomicUsize::new(0),
         })
     }
 
@@ -86,6 +91,15 @@ impl Paced {
 #[async_trait]
 impl Scheme for Paced {
     test_scheme_identity!("paced");
+
+    async fn prepare(&self, _: &Endpoint) -> Result<(), SchemeError> {
+        self.prepared.fetch_add(1, Ordering::SeqCst);
+        if !self.all_sent.load(Ordering::SeqCst) {
+            self.prepared_before_last_byte
+                .fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
+    }
 
     async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
         let first = self.probes.load(Ordering::SeqCst) == 0;
@@ -174,9 +188,18 @@ async fn transfer_with(
     scheme: Arc<Paced>,
     limit: Duration,
 ) -> (Result<(), EngineError>, Arc<MemorySink>) {
+    transfer_on(scheme, limit, 1).await
+}
+
+/// A transfer on `connections` connections whose checks each wait at most `limit`.
+async fn transfer_on(
+    scheme: Arc<Paced>,
+    limit: Duration,
+    connections: usize,
+) -> (Result<(), EngineError>, Arc<MemorySink>) {
     let engine = Engine::new(EngineOptions {
         config: Config {
-            concurrency: Concurrency::Fixed(1),
+            concurrency: Concurrency::Fixed(connections),
             ..Config::default()
         },
         probe_timeout: limit,
@@ -280,4 +303,23 @@ async fn early_checks_that_came_back_too_soon_are_followed_by_one_timed_by_their
     let before = s.asked_before_last_byte.load(Ordering::SeqCst);
     assert!(before >= 3, "the probe and {} early checks", before - 1);
     assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_lone_fetch_gets_one_spare_session_for_its_closing_check_before_its_last_byte() {
+    let s = Paced::new(When::ChecksTakeCheck);
+    let (out, _) = transfer(s.clone()).await;
+    out.expect("the object never changed");
+    assert_eq!(s.prepared.load(Ordering::SeqCst), 1);
+    assert_eq!(s.prepared_before_last_byte.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_source_whose_fetch_ended_before_the_last_one_gets_no_spare_session() {
+    // Two connections: one fetch ends first and its session is the check's; no spare.
+    let s = Paced::new(When::ChecksTakeCheck);
+    let (out, sink) = transfer_on(s.clone(), EngineOptions::default().probe_timeout, 2).await;
+    out.expect("the object never changed");
+    assert_eq!(sink.written().len_bytes(), SIZE);
+    assert_eq!(s.prepared.load(Ordering::SeqCst), 0);
 }

@@ -7,15 +7,19 @@
 //! last byte, it costs one round trip of the slowest source after the transfer ends. So it is
 //! also asked *early*, aimed to land as the transfer ends:
 //!
-//! * Early checks are sent only once no byte is unassigned, when the transfer's projected end
-//!   (the slowest live fetch's owned bytes over its rate) is within [`EARLY`]`[k]` of what a
-//!   check of the source costs, `k` being the number already sent. Until one of its checks
-//!   has been answered, that cost is the source's measured setup cost; then it is the
-//!   quickest answer's round trip (an FTP check on a pooled session is two commands, where a
-//!   fetch's setup is three or four).
-//! * A check answered while bytes are still due cannot stand (below). When every check sent to
-//!   a source was answered so, another is sent as soon as the projected end is within the
-//!   measured cost; at most [`MAX_EARLY`] per source.
+//! * Early checks are sent only once no byte is unassigned, one at a time per source: when
+//!   the transfer's projected end (the slowest live fetch's owned bytes over its rate) is
+//!   within what a check of the source costs and no earlier check of it is still in flight.
+//!   Until one of its checks has been answered, that cost is the source's measured setup cost
+//!   on a new connection; then it is the quickest answer's round trip (an FTP check on a
+//!   pooled session is two commands, where a fetch's setup is three or four). A check
+//!   answered while bytes are still due cannot stand (below), so the next is timed by what
+//!   that one took; at most [`MAX_EARLY`] per source.
+//! * A source whose fetches are down to one and none of whose fetches has ended (so no
+//!   session of it is idle in its scheme's pool) gets a spare session opened
+//!   ([`Scheme::prepare`](crate::Scheme::prepare)) when the projected end is within
+//!   [`SPARE`] setup costs: its check would otherwise dial a session of its own after the
+//!   transfer's last session is busy to the end (an FTP login, an SSH handshake).
 //! * A check *stands* only if its answer arrived no earlier than the engine saw the source's
 //!   last byte. The server answered it after sending every byte that arrived before the answer
 //!   did (one path, answers not reordered behind later bytes), so every byte from that source
@@ -27,7 +31,8 @@
 //! A source that is dead, whose last fetch failed, or that went silent for the stall timeout
 //! without delivering since, is not checked (its bytes passed every per-range check, and it
 //! may be hung); a check that cannot be answered is logged, not failed. An early check answered
-//! with an error is followed by one at the end; one that timed out is not.
+//! with an error is followed by another, early while any are left, else at the end; one that
+//! timed out is not asked again at the end.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -40,13 +45,11 @@ use super::{changed, EngineError, ProbedSource};
 use crate::error::SchemeError;
 use crate::probe::Probe;
 
-/// Early checks per source: the `k`-th is sent when the transfer's projected end is within
-/// `EARLY[k]` × the source's setup cost. Two, so that one sent on a projection that proved
-/// optimistic (answered before the last byte) has a later one behind it.
-pub(super) const EARLY: [f64; 2] = [1.0, 0.5];
+/// A source's spare session for its check is opened when the projected end is within this
+/// many setup costs: time for the session to open before the first early check is due.
+pub(super) const SPARE: f64 = 3.0;
 
-/// Early checks per source at most, the ones sent again after answers that came too soon
-/// included.
+/// Early checks per source at most.
 pub(super) const MAX_EARLY: usize = 4;
 
 /// When a check was answered, and the answer (`None`: timed out).
@@ -60,6 +63,11 @@ pub(super) struct ClosingChecks {
     stalled: Vec<bool>,
     /// Per source: the checks sent, in order.
     sent: Vec<Vec<JoinHandle<Answer>>>,
+    /// Per source: fetches that ended without failing or being cancelled (their sessions went
+    /// back to the pool).
+    returned: Vec<u32>,
+    /// Per source: the spare session being opened for its check, once asked for.
+    spare: Vec<Option<JoinHandle<()>>>,
     /// Per source: the quickest round trip of a check answered without error, in nanoseconds
     /// (0: none yet). Written by the checks themselves.
     answered_in: Vec<Arc<AtomicU64>>,
@@ -74,6 +82,8 @@ impl ClosingChecks {
             stalled: vec![false; sources],
             sent: (0..sources).map(|_| Vec::new()).collect(),
             answered_in: (0..sources).map(|_| Arc::default()).collect(),
+            returned: vec![0; sources],
+            spare: (0..sources).map(|_| None).collect(),
             limit,
         }
     }
@@ -84,6 +94,13 @@ impl ClosingChecks {
         self.stalled.push(false);
         self.sent.push(Vec::new());
         self.answered_in.push(Arc::default());
+        self.returned.push(0);
+        self.spare.push(None);
+    }
+
+    /// Records that a fetch of `source` ended without failing or being cancelled.
+    pub(super) fn on_returned(&mut self, source: usize) {
+        self.returned[source] += 1;
     }
 
     /// Records that a byte of `source` reached the engine now.
@@ -126,19 +143,41 @@ impl ClosingChecks {
             if k >= MAX_EARLY || !self.wanted(sched, i) {
                 continue;
             }
+            let setup = sched
+                .setup_cost(SourceId(i as u16))
+                .unwrap_or(s.probe.connect + s.probe.first_byte)
+                .as_secs_f64();
+            let lone = sched
+                .in_flight()
+                .filter(|&(_, _, src, _)| src.0 as usize == i)
+                .count()
+                == 1;
+            if k == 0
+                && self.spare[i].is_none()
+                && self.returned[i] == 0
+                && lone
+                && end <= SPARE * setup
+            {
+                tracing::debug!(
+                    source = i,
+                    projected_end = end,
+                    "spare session for the closing check"
+                );
+                let (input, limit) = (s.input.clone(), self.limit);
+                self.spare[i] = Some(tokio::spawn(async move {
+                    let _ =
+                        tokio::time::timeout(limit, input.scheme.prepare(&input.endpoint)).await;
+                }));
+            }
             let answered = self.answered_in[i].load(Ordering::Relaxed);
             let cost = if answered > 0 {
-                Duration::from_nanos(answered)
+                Duration::from_nanos(answered).as_secs_f64()
             } else {
-                sched
-                    .setup_cost(SourceId(i as u16))
-                    .unwrap_or(s.probe.connect + s.probe.first_byte)
+                setup
             };
-            let cost = cost.as_secs_f64();
-            let scheduled = EARLY.get(k).is_some_and(|f| end <= f * cost);
-            // Every check sent was answered while bytes were still due: none can stand.
-            let again = k > 0 && self.sent[i].iter().all(JoinHandle::is_finished) && end <= cost;
-            if scheduled || again {
+            // Every check sent so far was answered while bytes were still due.
+            let answered = self.sent[i].iter().all(JoinHandle::is_finished);
+            if answered && end <= cost {
                 tracing::debug!(
                     source = i,
                     k,
@@ -276,5 +315,6 @@ fn unchanged(s: &ProbedSource, now: &Probe) -> Result<(), EngineError> {
 impl Drop for ClosingChecks {
     fn drop(&mut self) {
         self.sent.iter().flatten().for_each(JoinHandle::abort);
+        self.spare.iter().flatten().for_each(JoinHandle::abort);
     }
 }
