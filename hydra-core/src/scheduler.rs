@@ -203,6 +203,10 @@ struct Source {
     /// Added after the transfer started and not yet given its first work (see
     /// [`Scheduler::add_source`]).
     joining: bool,
+    /// When the search settled a count, and the bytes delivered by then.
+    settled: Option<(Duration, u64)>,
+    /// When the source's last byte arrived.
+    last_byte: Duration,
 }
 
 impl Source {
@@ -263,6 +267,8 @@ impl Source {
             limit,
             additivity,
             joining: false,
+            settled: None,
+            last_byte: Duration::ZERO,
         }
     }
 
@@ -516,6 +522,7 @@ impl Scheduler {
             let dup = self.held.insert(take);
             self.stats.duplicate_bytes += dup;
             self.sources[src].bytes += take.len();
+            self.sources[src].last_byte = now;
             if self.held.len_bytes() == self.size {
                 self.outcome = Some(Outcome::Complete);
             }
@@ -757,7 +764,10 @@ impl Scheduler {
     /// ceiling every level up to which paid, or the count at which the source refused more.
     /// `None` while it searches, when it stopped for want of work or because the path changed
     /// (nothing was learned about connection count), when it took a remembered count and
-    /// searched no further ([`LimitReason::Remembered`]), and when the source died.
+    /// searched no further ([`LimitReason::Remembered`]), and when the source died. One
+    /// connection's rate is what the source delivered from the moment the count was settled to
+    /// its last byte, per connection of the count, when that ran at least twice a level's
+    /// measurement window; else the settled level's measured aggregate per connection.
     pub fn learned(&self, source: SourceId) -> Option<Remembered> {
         let s = &self.sources[source.0 as usize];
         if s.dead || s.search != SearchState::Done {
@@ -779,7 +789,15 @@ impl Scheduler {
             ),
             _ => return None,
         };
-        let r = match aggregate {
+        // Better than one level's window: what the source delivered from the moment the
+        // count was settled to its last byte, when that ran at least twice as long.
+        let span = 2 * self.measure_span(source.0 as usize);
+        let settled = s.settled.and_then(|(at, bytes0)| {
+            let took = s.last_byte.saturating_sub(at);
+            let bytes = s.bytes - bytes0;
+            (took >= span && bytes > 0).then(|| bytes as f64 / took.as_secs_f64())
+        });
+        let r = match settled.or(aggregate) {
             Some(a) => a / connections.max(1) as f64,
             None => self.conn_rate(source.0 as usize),
         };
@@ -1603,6 +1621,7 @@ impl Scheduler {
     fn finish_search(&mut self, src: usize, reason: LimitReason) {
         let s = &mut self.sources[src];
         s.search = SearchState::Done;
+        s.settled = Some((self.now, s.bytes));
         s.limit = reason;
         self.notice(Notice::Limit {
             source: SourceId(src as u16),
