@@ -767,7 +767,8 @@ impl Scheduler {
     /// searched no further ([`LimitReason::Remembered`]), and when the source died. One
     /// connection's rate is what the source delivered from the moment the count was settled to
     /// its last byte, per connection of the count, when that ran at least twice a level's
-    /// measurement window; else the settled level's measured aggregate per connection.
+    /// measurement window and kept at least half the settled level's measured aggregate; else
+    /// (too short, or the path collapsed after the search) that aggregate per connection.
     pub fn learned(&self, source: SourceId) -> Option<Remembered> {
         let s = &self.sources[source.0 as usize];
         if s.dead || s.search != SearchState::Done {
@@ -790,14 +791,20 @@ impl Scheduler {
             _ => return None,
         };
         // Better than one level's window: what the source delivered from the moment the
-        // count was settled to its last byte, when that ran at least twice as long.
+        // count was settled to its last byte, when that ran at least twice as long; unless it
+        // fell under half the window's (the path collapsed after the search, as a search
+        // level's own `PathChanged` test reads it): then the window's, its rate while healthy.
         let span = 2 * self.measure_span(source.0 as usize);
         let settled = s.settled.and_then(|(at, bytes0)| {
             let took = s.last_byte.saturating_sub(at);
             let bytes = s.bytes - bytes0;
             (took >= span && bytes > 0).then(|| bytes as f64 / took.as_secs_f64())
         });
-        let r = match settled.or(aggregate) {
+        let aggregate = match (settled, aggregate) {
+            (Some(sustained), Some(window)) if sustained < window / 2.0 => Some(window),
+            (sustained, window) => sustained.or(window),
+        };
+        let r = match aggregate {
             Some(a) => a / connections.max(1) as f64,
             None => self.conn_rate(source.0 as usize),
         };

@@ -461,6 +461,23 @@ fn the_rate_learned_is_what_the_source_sustained_after_its_count_was_settled_not
 }
 
 #[test]
+fn a_path_that_collapses_after_the_search_is_remembered_at_its_rate_while_healthy() {
+    // The same link collapsing to 5 % at 1.5 s: what it sustained after the search (~0.9 MB/s
+    // over the rest) is a collapse, which the detector handles when it comes again, not the
+    // host's rate. The search's window (4 MB/s) is kept.
+    let l = Link {
+        collapse: Some((Duration::from_millis(1500), 0.05)),
+        ..mirror(4.0, 10)
+    };
+    let r = run(8_000_000, &[l], per_host(4), None);
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    let learned = r.learned[0].expect("learned");
+    assert_eq!(learned.connections, 1, "{r:?}");
+    let rate = learned.conn_rate.expect("a rate") / MB;
+    assert!((3.9..4.1).contains(&rate), "{rate} MB/s: {r:?}");
+}
+
+#[test]
 fn a_count_remembered_at_a_lower_ceiling_is_climbed_from_not_from_one() {
     let l = Link {
         remembered: Some(Remembered {
