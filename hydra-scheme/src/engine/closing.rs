@@ -9,7 +9,8 @@
 //!
 //! * Early checks are sent only once no byte is unassigned, one at a time per source: when
 //!   the transfer's projected end (the slowest live fetch's owned bytes over its rate) is
-//!   within what a check of the source costs and no earlier check of it is still in flight.
+//!   within [`AIM`] of what a check of the source costs and no earlier check of it is still in
+//!   flight.
 //!   Until one of its checks has been answered, that cost is the source's measured setup cost
 //!   on a new connection; then it is the quickest answer's round trip (an FTP check on a
 //!   pooled session is two commands, where a fetch's setup is three or four). A check
@@ -48,6 +49,12 @@ use crate::probe::Probe;
 /// A source's spare session for its check is opened when the projected end is within this
 /// many setup costs: time for the session to open before the first early check is due.
 pub(super) const SPARE: f64 = 3.0;
+
+/// A check is sent when the projected end is within this fraction of its cost, so that it
+/// lands a tenth of its round trip after the last byte: one that lands a hair before cannot
+/// stand, and the next costs a whole round trip after the end (150 ms on a 150 ms path, in
+/// one of two runs aimed at 1.0).
+pub(super) const AIM: f64 = 0.9;
 
 /// Early checks per source at most.
 pub(super) const MAX_EARLY: usize = 4;
@@ -177,7 +184,7 @@ impl ClosingChecks {
             };
             // Every check sent so far was answered while bytes were still due.
             let answered = self.sent[i].iter().all(JoinHandle::is_finished);
-            if answered && end <= cost {
+            if answered && end <= AIM * cost {
                 tracing::debug!(
                     source = i,
                     k,
