@@ -326,15 +326,21 @@ fn after_login(cmds: &[String]) -> Vec<String> {
     cmds[at + 1..].to_vec()
 }
 
-#[tokio::test]
-async fn the_fetch_on_the_probes_session_takes_the_probes_check_and_feat_is_asked_once() {
+/// A scripted server of 5000 bytes (seed 9), a scheme that checks before every `RETR`, its
+/// probe of the server, and an empty sink for the object.
+async fn probed_scripted() -> (Scripted, Arc<FtpScheme>, Probe, Arc<MemorySink>) {
     let srv = Scripted::start(Script::new(5000, 9)).await.unwrap();
     let s = scheme(FtpOptions {
         revalidate_after: Duration::ZERO,
         ..options()
     });
     let p = probe(&s, &srv.url()).await;
-    let sink = Arc::new(MemorySink::new(5000));
+    (srv, s, p, Arc::new(MemorySink::new(5000)))
+}
+
+#[tokio::test]
+async fn the_fetch_on_the_probes_session_takes_the_probes_check_and_feat_is_asked_once() {
+    let (srv, s, p, sink) = probed_scripted().await;
     let out = fetch(&s, &srv.url(), &p, ByteRange::new(0, 5000), 0, &sink, None).await;
     assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
     assert_eq!(sink.contents(), object_bytes(9, ByteRange::new(0, 5000)));
@@ -363,13 +369,7 @@ async fn the_fetch_on_the_probes_session_takes_the_probes_check_and_feat_is_aske
 #[tokio::test]
 async fn a_transfer_since_the_last_check_makes_the_next_retr_check_again_and_rest_0_follows_a_rest()
 {
-    let srv = Scripted::start(Script::new(5000, 9)).await.unwrap();
-    let s = scheme(FtpOptions {
-        revalidate_after: Duration::ZERO,
-        ..options()
-    });
-    let p = probe(&s, &srv.url()).await;
-    let sink = Arc::new(MemorySink::new(5000));
+    let (srv, s, p, sink) = probed_scripted().await;
     for r in [ByteRange::new(100, 5000), ByteRange::new(0, 100)] {
         let out = fetch(&s, &srv.url(), &p, r, 0, &sink, None).await;
         assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
