@@ -442,39 +442,36 @@ fn three_mirrors_remembered_with_their_rates_split_the_object_by_rate_from_the_s
     );
 }
 
-#[test]
-fn the_rate_learned_is_what_the_source_sustained_after_its_count_was_settled_not_one_window() {
-    // One saturated 4 MB/s link that carries 90 % of it from 1.5 s on: the search settles one
-    // connection at ~0.65 s at 4 MB/s, and the rest of the transfer (~6 s) runs at 3.6 MB/s.
-    // A later split across mirrors needs the sustained rate, not the search's window.
+/// The one-connection rate a search teaches on a saturated 4 MB/s link that carries `fraction`
+/// of its capacity from 1.5 s on, after a transfer of `size` bytes; MB/s.
+fn rate_learned_on_a_link_slowing_to(fraction: f64, size: u64) -> f64 {
     let l = Link {
-        collapse: Some((Duration::from_millis(1500), 0.9)),
+        collapse: Some((Duration::from_millis(1500), fraction)),
         ..mirror(4.0, 10)
     };
-    let r = run(24_000_000, &[l], per_host(4), None);
+    let r = run(size, &[l], per_host(4), None);
     assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
     let learned = r.learned[0].expect("learned");
     assert_eq!(learned.connections, 1, "{r:?}");
-    let rate = learned.conn_rate.expect("a rate") / MB;
-    // 0.85 s at 4 MB/s and ~6 s at 3.6 MB/s since it settled: 3.65 MB/s.
-    assert!((3.6..3.7).contains(&rate), "{rate} MB/s: {r:?}");
+    learned.conn_rate.expect("a rate") / MB
+}
+
+#[test]
+fn the_rate_learned_is_what_the_source_sustained_after_its_count_was_settled_not_one_window() {
+    // The search settles one connection at ~0.65 s at 4 MB/s; from 1.5 s on the link carries
+    // 3.6 MB/s for the rest of the transfer (~6 s). A later split across mirrors needs the
+    // sustained rate, not the search's window: 0.85 s at 4 MB/s and ~6 s at 3.6, 3.65 MB/s.
+    let rate = rate_learned_on_a_link_slowing_to(0.9, 24_000_000);
+    assert!((3.6..3.7).contains(&rate), "{rate} MB/s");
 }
 
 #[test]
 fn a_path_that_collapses_after_the_search_is_remembered_at_its_rate_while_healthy() {
-    // The same link collapsing to 5 % at 1.5 s: what it sustained after the search (~0.9 MB/s
-    // over the rest) is a collapse, which the detector handles when it comes again, not the
-    // host's rate. The search's window (4 MB/s) is kept.
-    let l = Link {
-        collapse: Some((Duration::from_millis(1500), 0.05)),
-        ..mirror(4.0, 10)
-    };
-    let r = run(8_000_000, &[l], per_host(4), None);
-    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
-    let learned = r.learned[0].expect("learned");
-    assert_eq!(learned.connections, 1, "{r:?}");
-    let rate = learned.conn_rate.expect("a rate") / MB;
-    assert!((3.9..4.1).contains(&rate), "{rate} MB/s: {r:?}");
+    // Collapsing to 5 % at 1.5 s: what it sustained after the search (~0.5 MB/s) is a
+    // collapse, which the detector handles when it comes again, not the host's rate. The
+    // search's window (4 MB/s) is kept.
+    let rate = rate_learned_on_a_link_slowing_to(0.05, 8_000_000);
+    assert!((3.9..4.1).contains(&rate), "{rate} MB/s");
 }
 
 #[test]

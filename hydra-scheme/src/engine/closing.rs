@@ -176,9 +176,9 @@ impl ClosingChecks {
                         tokio::time::timeout(limit, input.scheme.prepare(&input.endpoint)).await;
                 }));
             }
-            let answered = self.answered_in[i].load(Ordering::Relaxed);
-            let cost = if answered > 0 {
-                Duration::from_nanos(answered).as_secs_f64()
+            let quickest = self.answered_in[i].load(Ordering::Relaxed);
+            let cost = if quickest > 0 {
+                Duration::from_nanos(quickest).as_secs_f64()
             } else {
                 setup
             };
