@@ -93,6 +93,13 @@ pub struct SearchPolicy {
     /// more than this fraction is still ramping: it is measured again rather than judged (a
     /// ramp measured as a level makes it look slow, and the next level look like a gain).
     pub ramp_tolerance: f64,
+    /// A level whose first half-window already delivers `double_fraction` of its promise over
+    /// the level below is judged at the half, on that half, rather than at the end of the
+    /// window. A ramp only understates a level, so a gain that is decisive on the first half
+    /// is decisive on the whole; judging it early opens the next level half a window sooner.
+    /// A level below the mark, and the first level (which has nothing to be compared with),
+    /// are measured over the whole window.
+    pub decide_at_half: bool,
 }
 
 impl Default for SearchPolicy {
@@ -105,6 +112,7 @@ impl Default for SearchPolicy {
             max_measure: Duration::from_millis(3000),
             measure_setups: 1.5,
             ramp_tolerance: 0.15,
+            decide_at_half: true,
         }
     }
 }

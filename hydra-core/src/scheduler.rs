@@ -1480,6 +1480,11 @@ impl Scheduler {
                     let bytes = self.sources[src].bytes;
                     if elapsed < span {
                         if half.is_none() && elapsed >= span / 2 {
+                            let first = rate_between(bytes0, bytes, elapsed);
+                            if self.decisive_at_half(src, level, first) {
+                                self.level_measured(src, level, first, now);
+                                continue;
+                            }
                             self.sources[src].search = SearchState::Measuring {
                                 since,
                                 bytes0,
@@ -1531,6 +1536,25 @@ impl Scheduler {
             p.min_measure
         };
         want.clamp(p.min_measure, p.max_measure)
+    }
+
+    /// Whether `level`, measured at `rate` over the first half of its window, already gains
+    /// `double_fraction` of its promise over the level below with every connection healthy
+    /// ([`crate::SearchPolicy::decide_at_half`]). Its connections need not have settled: one
+    /// still rising only understates the level.
+    fn decisive_at_half(&self, src: usize, level: usize, rate: f64) -> bool {
+        let p = self.cfg.search;
+        let Some((prev, prev_rate)) = self.sources[src].prev_level else {
+            return false;
+        };
+        if !p.decide_at_half || prev == 0 || !gt(prev_rate, 0.0) {
+            return false;
+        }
+        let promised = level as f64 / prev as f64 - 1.0;
+        ge(rate / prev_rate - 1.0, p.double_fraction * promised)
+            && self
+                .live_fetches(src)
+                .all(|f| f.detector.grade() == Grade::Healthy)
     }
 
     fn level_measured(&mut self, src: usize, level: usize, rate: f64, now: Duration) {

@@ -638,6 +638,58 @@ fn a_path_that_collapses_during_a_trial_is_reported_as_such_not_as_the_trial_s_f
 }
 
 #[test]
+fn a_level_that_pays_in_full_over_its_first_half_window_opens_the_next_level_half_a_window_sooner()
+{
+    // The headroom path again: two connections deliver twice what one did from their first
+    // rate window on, so the level of two is decided at the half of its 200 ms window.
+    let whole = Config {
+        search: hydra_core::SearchPolicy {
+            decide_at_half: false,
+            ..Default::default()
+        },
+        ..per_host(4)
+    };
+    let early = run(32_000_000, &[link(4.0, 1.2)], per_host(4), None);
+    let late = run(32_000_000, &[link(4.0, 1.2)], whole, None);
+    for r in [&early, &late] {
+        assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+        assert_eq!(r.levels[0], vec![2, 4], "{r:?}");
+        assert_eq!(r.reasons[0], LimitReason::Ceiling { serving: 4 }, "{r:?}");
+    }
+    // The first level has nothing to be compared with: it is measured in full either way.
+    assert_eq!(early.trials[0][0], late.trials[0][0]);
+    let sooner = late.trials[0][1] - early.trials[0][1];
+    assert!(
+        (Duration::from_millis(95)..=Duration::from_millis(105)).contains(&sooner),
+        "{sooner:?}: {early:?} {late:?}"
+    );
+    // Two of four connections missing for 100 ms less: 40 ms sooner at the end (8.375 s).
+    let gained = late.end - early.end;
+    assert!(
+        gained >= Duration::from_millis(30),
+        "{gained:?}: {early:?} {late:?}"
+    );
+}
+
+#[test]
+fn a_level_that_adds_less_than_its_full_promise_is_judged_over_its_whole_window() {
+    // A 2nd connection adds 60 % (1.0 to 1.6 MB/s): above the mark to climb, below the mark
+    // to decide at the half. Its judgement waits for the whole window either way.
+    let whole = Config {
+        search: hydra_core::SearchPolicy {
+            decide_at_half: false,
+            ..Default::default()
+        },
+        ..per_host(2)
+    };
+    let early = run(16_000_000, &[link(1.6, 1.0)], per_host(2), None);
+    let late = run(16_000_000, &[link(1.6, 1.0)], whole, None);
+    assert_eq!(early.levels[0], vec![2], "{early:?}");
+    assert_eq!(early.reasons[0], late.reasons[0], "{early:?} {late:?}");
+    assert_eq!(early.end, late.end, "{early:?} {late:?}");
+}
+
+#[test]
 fn a_level_is_not_judged_while_its_connections_are_still_ramping() {
     // One connection saturates the link, but only after a 1.5 s slow start. Measured during
     // the ramp, one connection would look slow and two would look like a gain; the search must
