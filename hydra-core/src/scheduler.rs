@@ -2024,6 +2024,11 @@ impl Scheduler {
             .count()
             .max(1) as f64;
         let before = self.projected_makespan(now);
+        // The unassigned bytes' share of `before`: a move leaves them as they are, so the
+        // makespan after it carries the same term (without it, any backlog — the bytes a
+        // repair to a busy taker cut off, until that taker finishes — reads as a gain of
+        // every repair).
+        let backlog = self.backlog_time();
         let preempt = self.sources[v_src].preempt_time();
 
         // Gather takers; pick the one that minimises the makespan after the move.
@@ -2078,6 +2083,7 @@ impl Scheduler {
                     after = after.max(fi);
                 }
             }
+            after += backlog;
             let pair = f_v_after.max(f_t_after);
             if best.is_none_or(|(_, _, a, p)| after < a || (after == a && pair < p)) {
                 best = Some((tk, x, after, pair));
@@ -2255,11 +2261,17 @@ impl Scheduler {
                 m = m.max(self.finish_time(i, now));
             }
         }
+        m + self.backlog_time()
+    }
+
+    /// The unassigned bytes at the aggregate rate, in seconds (0 when none).
+    fn backlog_time(&self) -> f64 {
         let u = self.unassigned.len_bytes() as f64;
         if u > 0.0 {
-            m += u / self.aggregate_rate();
+            u / self.aggregate_rate()
+        } else {
+            0.0
         }
-        m
     }
 }
 
