@@ -69,7 +69,9 @@
 //!   the victim restarted on a new connection, minimises the projected makespan. The moved
 //!   amount `x` equalises the two finishes: `(left − x)/r_v = eta + δ + x/r_t`. It executes only
 //!   if the divergence exceeds the deadband `θ = max(√(δ·T_rem/n), δ) + preempt_cost_rtt·RTT`
-//!   and the projected makespan — a max, not a sum — improves by more than `δ + preempt`;
+//!   and the projected makespan — a max, not a sum, and no sooner on either side of the move
+//!   than the unassigned bytes are taken by the fetches ending first — improves by more than
+//!   `δ + preempt`;
 //!   any unmeasured (NaN) quantity refuses. Victim and taker must be warm and settled
 //!   (medium vs reference within 15 %), except a victim graded collapsing. A taker on the
 //!   victim's own source is credited only with the share of its rate the concurrency search
@@ -83,9 +85,10 @@
 //!   judged only once every connection has settled, shows an
 //!   aggregate that rose by at least half of what the connection-count ratio promised over the
 //!   previous level — double the connections when it rose by 80 % of the promise, one more
-//!   otherwise. A level that rose by less than half is kept when it still rose by a quarter,
-//!   and abandoned for the level below when not. The [`LimitReason`] records why the search
-//!   stopped.
+//!   otherwise. A level whose first half-window already rose by 80 % of the promise is judged
+//!   at the half ([`SearchPolicy::decide_at_half`]). A level that rose by less than half is
+//!   kept when it still rose by a quarter, and abandoned for the level below when not. The
+//!   [`LimitReason`] records why the search stopped.
 //! - **Failures**: a failed fetch's bytes return to the unassigned set; its source backs off
 //!   exponentially and is marked dead after consecutive failures; a refusal lowers the
 //!   source's ceiling; a fetch silent for the stall timeout is cancelled and reclaimed.

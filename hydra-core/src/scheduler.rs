@@ -2024,11 +2024,11 @@ impl Scheduler {
             .count()
             .max(1) as f64;
         let before = self.projected_makespan(now);
-        // The unassigned bytes' share of `before`: a move leaves them as they are, so the
-        // makespan after it carries the same term (without it, any backlog — the bytes a
-        // repair to a busy taker cut off, until that taker finishes — reads as a gain of
-        // every repair).
-        let backlog = self.backlog_time();
+        // Bytes waiting unassigned (those a repair to a busy taker cut off, until it
+        // finishes) are taken by whichever fetches end first: the makespan after a move is
+        // no sooner than their level ([`backlog_level`]), on both sides of the comparison.
+        // While it is later than the victim's end, a move gains nothing.
+        let backlog = self.unassigned.len_bytes() as f64;
         let preempt = self.sources[v_src].preempt_time();
 
         // Gather takers; pick the one that minimises the makespan after the move.
@@ -2056,35 +2056,38 @@ impl Scheduler {
                 f64::INFINITY
             };
             let f_t_after = t + tk.eta + tk.delta + x / tk.rate;
-            let mut after = f_v_after.max(f_t_after);
             // The taker's group (a busy taker in one) ends before the taker starts the piece.
             let group_t = match tk.kind {
                 TakerKind::Busy(b) => Some(this.slots[b].source.0 as usize)
                     .filter(|&src| this.shared_group(src).is_some()),
                 _ => None,
             };
-            for i in 0..this.slots.len() {
-                if i == vi {
-                    continue;
-                }
-                if group_v.is_some() && in_group(this, i, v_src) {
-                    continue;
-                }
-                if group_t.is_some_and(|src| in_group(this, i, src)) {
-                    continue;
-                }
-                if let TakerKind::Busy(b) = tk.kind {
-                    if b == i {
-                        continue;
+            // Every fetch's end and rate after the move: the others as they are, the victim
+            // (or its group) and the taker (or its group) as moved.
+            let ends_after = |visit: &mut dyn FnMut(f64, f64)| {
+                for i in 0..this.slots.len() {
+                    let moved = i == vi
+                        || (group_v.is_some() && in_group(this, i, v_src))
+                        || group_t.is_some_and(|src| in_group(this, i, src))
+                        || matches!(tk.kind, TakerKind::Busy(b) if b == i);
+                    if !moved && this.slots[i].fetch.as_ref().is_some_and(|f| !f.cancelled) {
+                        visit(this.finish_time(i, now), this.fetch_rate_now(i));
                     }
                 }
-                let fi = this.finish_time(i, now);
-                if fi.is_finite() {
-                    after = after.max(fi);
+                if !matches!(tk.kind, TakerKind::Restart) {
+                    visit(f_v_after, r_g);
                 }
-            }
-            after += backlog;
-            let pair = f_v_after.max(f_t_after);
+                visit(f_t_after, tk.rate);
+            };
+            let mut after = f_v_after.max(f_t_after);
+            ends_after(&mut |end, _| {
+                if end.is_finite() {
+                    after = after.max(end);
+                }
+            });
+            let level = backlog_level(backlog, ends_after);
+            let after = after.max(level);
+            let pair = f_v_after.max(f_t_after).max(level);
             if best.is_none_or(|(_, _, a, p)| after < a || (after == a && pair < p)) {
                 best = Some((tk, x, after, pair));
             }
@@ -2251,8 +2254,8 @@ impl Scheduler {
     }
 
     /// Projected makespan (seconds since start): the latest projected finish of any live
-    /// fetch, plus the unassigned bytes at the aggregate rate. NaN when something is
-    /// unmeasured.
+    /// fetch, and no sooner than the unassigned bytes are done by the fetches that end first
+    /// ([`backlog_level`]). NaN when something is unmeasured.
     fn projected_makespan(&self, now: Duration) -> f64 {
         let t = now.as_secs_f64();
         let mut m = t;
@@ -2261,16 +2264,31 @@ impl Scheduler {
                 m = m.max(self.finish_time(i, now));
             }
         }
-        m + self.backlog_time()
+        let level = backlog_level(self.unassigned.len_bytes() as f64, |visit| {
+            for i in 0..self.slots.len() {
+                if self.slots[i].fetch.as_ref().is_some_and(|f| !f.cancelled) {
+                    visit(self.finish_time(i, now), self.fetch_rate_now(i));
+                }
+            }
+        });
+        m.max(level)
     }
 
-    /// The unassigned bytes at the aggregate rate, in seconds (0 when none).
-    fn backlog_time(&self) -> f64 {
-        let u = self.unassigned.len_bytes() as f64;
-        if u > 0.0 {
-            u / self.aggregate_rate()
-        } else {
-            0.0
+    /// The rate at which slot `i`'s fetch will take unassigned bytes once it ends: its
+    /// projection rate, or its source's connection rate before its first byte (0 unknown).
+    fn fetch_rate_now(&self, i: usize) -> f64 {
+        let s = &self.slots[i];
+        match &s.fetch {
+            Some(f) if f.first_byte_at.is_some() => f.detector.projection_rate(),
+            Some(_) => {
+                let r = self.conn_rate(s.source.0 as usize);
+                if r.is_finite() {
+                    r
+                } else {
+                    0.0
+                }
+            }
+            None => 0.0,
         }
     }
 }
@@ -2286,6 +2304,40 @@ fn ge(a: f64, b: f64) -> bool {
         a.partial_cmp(&b),
         Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)
     )
+}
+
+/// When `unassigned` bytes are done if each fetch takes them at its rate from its end on:
+/// the level `T` at which `Σ rate·(T − end)⁺ = unassigned`, over the fetches `ends` visits as
+/// `(end, rate)` (those never ending or delivering nothing take none). −∞ when nothing is
+/// unassigned (no constraint); +∞ when no fetch can take it. Allocation-free: `ends` is
+/// visited once per fetch, and again inside each visit.
+fn backlog_level(unassigned: f64, ends: impl Fn(&mut dyn FnMut(f64, f64))) -> f64 {
+    if !gt(unassigned, 0.0) {
+        return f64::NEG_INFINITY;
+    }
+    // `g(T) = Σ rate·(T − end)⁺` is convex and increasing. On `T ≥ end_k`, the line through
+    // the fetches ending by `end_k` is at most `g` and equals it up to the next end, so the
+    // root is the least root of those lines that is not before its own `end_k`.
+    let mut level = f64::INFINITY;
+    ends(&mut |end_k, _| {
+        if !end_k.is_finite() {
+            return;
+        }
+        let (mut rate, mut weighted) = (0.0, 0.0);
+        ends(&mut |end, r| {
+            if end.is_finite() && end <= end_k && gt(r, 0.0) && r.is_finite() {
+                rate += r;
+                weighted += r * end;
+            }
+        });
+        if rate > 0.0 {
+            let root = (unassigned + weighted) / rate;
+            if root >= end_k {
+                level = level.min(root);
+            }
+        }
+    });
+    level
 }
 
 /// Bytes `x` to move from a victim (`left` bytes at `r_v`) to a taker that starts in `eta`
@@ -2345,4 +2397,39 @@ fn roll_windows(
         closed = true;
     }
     closed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::backlog_level;
+
+    fn level(unassigned: f64, ends: &[(f64, f64)]) -> f64 {
+        backlog_level(unassigned, |visit| {
+            for &(end, rate) in ends {
+                visit(end, rate);
+            }
+        })
+    }
+
+    #[test]
+    fn the_backlog_is_taken_by_the_first_fetches_to_end_each_at_its_rate() {
+        // 1.5 MB: the fetch ending at 1 s takes 1 MB alone by 2 s, then both take the last
+        // 0.5 MB at 2 MB/s together.
+        let ends = [(2.0, 1e6), (1.0, 1e6)];
+        assert!((level(1.5e6, &ends) - 2.25).abs() < 1e-9);
+        // Less than the first one does alone before the second ends.
+        assert!((level(0.5e6, &ends) - 1.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn with_nothing_unassigned_the_backlog_sets_no_level() {
+        assert_eq!(level(0.0, &[(1.0, 1e6)]), f64::NEG_INFINITY);
+    }
+
+    #[test]
+    fn fetches_that_never_end_or_deliver_nothing_take_none_of_the_backlog() {
+        let ends = [(f64::INFINITY, 1e6), (1.0, 0.0), (3.0, 2e6)];
+        assert!((level(1e6, &ends) - 3.5).abs() < 1e-9);
+        assert_eq!(level(1e6, &[(f64::INFINITY, 1e6)]), f64::INFINITY);
+    }
 }

@@ -777,7 +777,12 @@ fn a_mirror_collapsing_at_any_moment_costs_at_most_a_few_percent_over_the_oracle
     // cost 1.12-1.13x: a fetch projected to end late (and about to be repaired) set that
     // horizon, so the collapsed mirror's slot, or the 1 MB/s one's, took a last piece the
     // 6 MB/s mirror would have finished in a fraction of the time.
+    // While bytes waited unassigned, moves between busy fetches were priced as if nobody
+    // would take them: the mean over these moments was 1.031x; priced against the level at
+    // which the first fetches to end have taken them, 1.019x with about half the repairs.
     let mut worst = (0.0, Duration::ZERO);
+    let mut sum = 0.0;
+    let mut n = 0.0;
     for ms in (1_000..=4_400).step_by(200) {
         let at = Duration::from_millis(ms);
         let (r, ratio) = collapse_at(at);
@@ -789,6 +794,8 @@ fn a_mirror_collapsing_at_any_moment_costs_at_most_a_few_percent_over_the_oracle
         if ratio > worst.0 {
             worst = (ratio, at);
         }
+        sum += ratio;
+        n += 1.0;
     }
     assert!(
         worst.0 < 1.05,
@@ -796,6 +803,7 @@ fn a_mirror_collapsing_at_any_moment_costs_at_most_a_few_percent_over_the_oracle
         worst.0,
         worst.1
     );
+    assert!(sum / n < 1.025, "mean {:.4}", sum / n);
 }
 
 #[test]
