@@ -44,7 +44,9 @@ pub const FRESH_CHECK: Duration = Duration::from_secs(1);
 ///   then goes back to the pool with no reply owed.
 /// * Before `RETR`, a session that has not checked within [`FtpOptions::revalidate_after`]
 ///   re-reads `SIZE` and `MDTM`: a file that changed is [`ErrorKind::ObjectChanged`]. A check
-///   younger than [`FRESH_CHECK`] with no transfer since counts (the probe's, typically).
+///   younger than [`FRESH_CHECK`] with no transfer since counts (the probe's, typically); the
+///   fetch that takes it reports itself as continuing the probe
+///   ([`RangeWriter::primed`](hydra_scheme::RangeWriter::primed)), not as a pooled request.
 /// * `REST 0` precedes a transfer from byte 0 only on a session that sent another `REST`
 ///   since it last sent `REST 0`; `FEAT` is asked once per session.
 /// * Sessions are pooled per host and user, preferring the one the slot used last, with at
@@ -247,7 +249,7 @@ impl FtpScheme {
         expect: &Probe,
     ) -> Result<Transfer, ErrorKind> {
         let rt = self.options.reply_timeout;
-        let fresh = s.check_unused && s.validated.is_some_and(|t| t.elapsed() < FRESH_CHECK);
+        let fresh = s.takes_probe_check();
         let due = !fresh
             && s.validated
                 .is_none_or(|t| t.elapsed() >= self.options.revalidate_after);
@@ -331,7 +333,14 @@ impl FtpScheme {
             if reused {
                 self.reused.fetch_add(1, Ordering::Relaxed);
             }
-            req.writer.connected(reused);
+            if reused && s.takes_probe_check() {
+                // It continues the probe's exchange, two round trips short of what a request
+                // on a pooled session costs: its first byte is no sample of that cost (the
+                // scheduler would price every later FTP request at it).
+                req.writer.primed();
+            } else {
+                req.writer.connected(reused);
+            }
             match self.start_retr(&mut s, &path, start, &expect).await {
                 Ok(t) => break (s, t),
                 Err(e) if reused && is_stale(&e) => {

@@ -253,6 +253,15 @@ pub(crate) async fn timed<T>(
 }
 
 impl Session {
+    /// Whether the next `RETR` takes the session's last check as its own: one younger than
+    /// [`FRESH_CHECK`](crate::FRESH_CHECK) with no transfer begun since (the probe's).
+    pub fn takes_probe_check(&self) -> bool {
+        self.check_unused
+            && self
+                .validated
+                .is_some_and(|t| t.elapsed() < crate::FRESH_CHECK)
+    }
+
     /// `SIZE` and `MDTM` of `path`. `SIZE` is required; a refused `MDTM` leaves it unknown.
     pub async fn facts(&mut self, path: &str, after: Duration) -> Result<Facts, ErrorKind> {
         let asked = Instant::now();

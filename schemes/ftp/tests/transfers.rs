@@ -60,12 +60,35 @@ async fn fetch(
     sink: &Arc<MemorySink>,
     lower_to: Option<u64>,
 ) -> FetchOutcome {
+    fetch_seen(s, url, expect, range, slot, sink, lower_to)
+        .await
+        .0
+}
+
+/// [`fetch`], also returning how the fetch reported its session (`Connected` or `Primed`).
+async fn fetch_seen(
+    s: &Arc<FtpScheme>,
+    url: &str,
+    expect: &Probe,
+    range: ByteRange,
+    slot: u16,
+    sink: &Arc<MemorySink>,
+    lower_to: Option<u64>,
+) -> (FetchOutcome, Vec<FetchEventKind>) {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let fetch = FetchId(NEXT.fetch_add(1, Ordering::SeqCst));
     let bound = Arc::new(RangeBound::new(range));
     let b = bound.clone();
     let once = AtomicBool::new(false);
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
     let observer = Arc::new(move |e: FetchEvent| {
+        if matches!(
+            e.kind,
+            FetchEventKind::Connected { .. } | FetchEventKind::Primed
+        ) {
+            log.lock().unwrap().push(e.kind);
+        }
         if let (FetchEventKind::Bytes { .. }, Some(hi)) = (e.kind, lower_to) {
             if !once.swap(true, Ordering::SeqCst) {
                 b.lower(hi);
@@ -79,7 +102,9 @@ async fn fetch(
         slot: ConnId(slot),
         writer,
     };
-    bounded(s.fetch(req)).await
+    let out = bounded(s.fetch(req)).await;
+    let seen = seen.lock().unwrap().clone();
+    (out, seen)
 }
 
 #[tokio::test]
@@ -370,10 +395,21 @@ async fn the_fetch_on_the_probes_session_takes_the_probes_check_and_feat_is_aske
 async fn a_transfer_since_the_last_check_makes_the_next_retr_check_again_and_rest_0_follows_a_rest()
 {
     let (srv, s, p, sink) = probed_scripted().await;
+    let mut sessions = Vec::new();
     for r in [ByteRange::new(100, 5000), ByteRange::new(0, 100)] {
-        let out = fetch(&s, &srv.url(), &p, r, 0, &sink, None).await;
+        let (out, seen) = fetch_seen(&s, &srv.url(), &p, r, 0, &sink, None).await;
         assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
+        sessions.push(seen);
     }
+    // The first continues the probe's exchange: its first byte is no sample of what a
+    // request on a pooled session costs (two round trips more). The second is such a request.
+    assert_eq!(
+        sessions,
+        [
+            vec![FetchEventKind::Primed],
+            vec![FetchEventKind::Connected { reused: true }]
+        ]
+    );
     assert_eq!(sink.contents(), object_bytes(9, ByteRange::new(0, 5000)));
     let file = "object.bin";
     let cmds = after_login(&srv.commands());
