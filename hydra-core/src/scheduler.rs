@@ -1314,11 +1314,13 @@ impl Scheduler {
         pieces.extend(self.unassigned.iter());
         let total: u64 = pieces.iter().map(|p| p.len()).sum();
         let min_piece = self.cfg.min_piece.max(1);
-        // With other fetches delivering, a slot takes no more than it can do by the fluid end:
-        // when every byte in flight or unassigned would be done if every connection, these
-        // slots included, worked at its rate to the end. A slot whose take would be less than a
-        // minimum piece, and that cannot finish everything unassigned by then, takes nothing
-        // and is not counted: the rest waits for the others, which are free sooner. A slow
+        // With other fetches delivering, a slot takes no more than it can do by the fluid end
+        // after its own setup: when every byte in flight or unassigned would be done if every
+        // connection, these slots included, worked at its rate to the end. A slot whose take
+        // would be less than a minimum piece, and that cannot finish everything unassigned by
+        // then, takes nothing and is not counted: the rest waits for the others, which are free
+        // sooner. A fetch that has delivered its last byte but not yet ended counts as
+        // delivering: its slot is the next to be free. A slow
         // slot freed first would otherwise hold work the faster ones finish sooner (a dead
         // mirror's whole tail, or a crumb that then ends the transfer). The fluid end, not the
         // latest projected finish: a fetch projected to end late is itself repaired, and a
@@ -1332,15 +1334,12 @@ impl Scheduler {
         // piece, which its setup then made the last to finish.
         let (work, others) = self.in_flight_load(now);
         let work = work + total as f64;
+        let setup = |src: usize, slot: usize| self.slot_setup(src, slot);
         let horizon_of = |fill: &[(usize, usize, f64)]| {
             let (mut w_work, mut wsum) = (work, others);
             for &(src, slot, w) in fill {
-                let reusable = self.slots.get(slot).is_some_and(|s| s.reusable);
-                let d = self.sources[src].delta_for(reusable);
                 wsum += w;
-                if d.is_finite() {
-                    w_work += w * d;
-                }
+                w_work += w * setup(src, slot);
             }
             w_work / wsum
         };
@@ -1349,7 +1348,10 @@ impl Scheduler {
             for _ in 0..fill.len() {
                 let h = horizon_of(&fill);
                 let before = fill.len();
-                fill.retain(|&(_, _, w)| !(w * h < min_piece as f64 && gt(total as f64 / w, h)));
+                fill.retain(|&(src, slot, w)| {
+                    let d = setup(src, slot);
+                    !(w * (h - d) < min_piece as f64 && gt(d + total as f64 / w, h))
+                });
                 if fill.len() == before || fill.is_empty() {
                     break;
                 }
@@ -1363,8 +1365,11 @@ impl Scheduler {
         let wsum: f64 = fill.iter().map(|f| f.2).sum();
         let single = fill.len() == 1;
         let horizon = horizon_of(&fill);
-        let cap = |w: f64| -> Option<f64> {
-            (w.is_finite() && w > 0.0 && others > 0.0 && horizon.is_finite()).then_some(w * horizon)
+        // What a slot does by the fluid end after its setup: the horizon counts that setup as
+        // work its rate could have done, so the bytes it takes are the rest.
+        let cap = |d: f64, w: f64| -> Option<f64> {
+            (w.is_finite() && w > 0.0 && others > 0.0 && horizon.is_finite())
+                .then(|| w * (horizon - d).max(0.0))
         };
         let (mut p, mut cur) = (0, pieces[0].lo);
         for (k, &(src, slot, w)) in fill.iter().enumerate() {
@@ -1375,13 +1380,14 @@ impl Scheduler {
             if !self.sources[src].spec.caps.ranged && cur != 0 && !fallback {
                 continue;
             }
-            let cap = cap(w);
+            let d = self.slot_setup(src, slot);
+            let cap = cap(d, w);
             let range = if single && self.sources[src].spec.caps.ranged {
                 // One slot alone takes the largest range whole (a maximal range), unless that
                 // would make it finish after the fluid end: then it takes its cap.
                 let largest = self.unassigned.largest().expect("not empty");
                 let take = match cap {
-                    Some(c) if gt(largest.len() as f64 / w, horizon) => {
+                    Some(c) if gt(d + largest.len() as f64 / w, horizon) => {
                         (c.ceil() as u64).max(min_piece)
                     }
                     _ => largest.len(),
@@ -1417,6 +1423,18 @@ impl Scheduler {
         }
         self.scratch_pieces = pieces;
         self.scratch_fill = fill;
+    }
+
+    /// The setup a request on `slot` of `src` pays before its first byte, seconds (0 when
+    /// unknown).
+    fn slot_setup(&self, src: usize, slot: usize) -> f64 {
+        let reusable = self.slots.get(slot).is_some_and(|s| s.reusable);
+        let d = self.sources[src].delta_for(reusable);
+        if d.is_finite() {
+            d.max(0.0)
+        } else {
+            0.0
+        }
     }
 
     // ---------------------------------------------------------------- concurrency search
@@ -1755,6 +1773,9 @@ impl Scheduler {
                 self.conn_rate(src)
             } else if to_go.is_finite() && to_go > 0.0 {
                 left / to_go
+            } else if left == 0.0 {
+                // Done but not yet ended: its slot takes work next, at its rate.
+                f.detector.projection_rate()
             } else {
                 0.0
             };

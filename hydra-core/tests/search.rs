@@ -35,6 +35,9 @@ struct Link {
     joins_at: Duration,
     /// What an earlier transfer's search found on this source's host.
     remembered: Option<Remembered>,
+    /// Added to the round trip of a request on a connection already open (FTP's `SIZE`,
+    /// `MDTM`, `EPSV` and `REST` before each `RETR`).
+    per_request: Duration,
 }
 
 #[derive(Debug)]
@@ -130,7 +133,11 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
                     } else {
                         l.weights[conn.0 as usize % l.weights.len()]
                     };
-                    let wait = if new { l.rtt + l.setup } else { l.rtt };
+                    let wait = if new {
+                        l.rtt + l.setup
+                    } else {
+                        l.rtt + l.per_request
+                    };
                     live.insert(
                         fetch,
                         Live {
@@ -305,6 +312,7 @@ fn link(capacity_mb: f64, per_conn_mb: f64) -> Link {
         ramp: Duration::ZERO,
         joins_at: Duration::ZERO,
         remembered: None,
+        per_request: Duration::ZERO,
     }
 }
 
