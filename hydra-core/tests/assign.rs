@@ -179,7 +179,11 @@ fn a_freed_slot_takes_what_it_does_by_the_fluid_end_after_its_own_setup() {
     let take = actions(&mut s)
         .into_iter()
         .find_map(|a| match a {
-            Action::Request { source, range, .. } if source == SourceId(1) => Some(range),
+            Action::Request {
+                source: SourceId(1),
+                range,
+                ..
+            } => Some(range),
             _ => None,
         })
         .expect("B takes a share");
