@@ -101,7 +101,19 @@ async fn an_unknown_url_scheme_is_a_usage_error() {
 async fn three_protocols_at_once_give_a_byte_exact_file_and_a_good_checksum_passes() {
     let size = 3_000_000;
     let dir = tempfile::tempdir().unwrap();
-    let h = http_origin(size, 9).await;
+    // The HTTP origin answers its probe first; unpaced, it could deliver all 3 MB over
+    // loopback before a loaded machine's FTP login answered, and the FTP source would never
+    // join. Paced at 0.5 MB/s a response, it needs well over a second alone.
+    let h = hydra_scheme_http::origin::Origin::start(hydra_scheme_http::origin::OriginConfig {
+        size,
+        seed: 9,
+        misbehaviour: Misbehaviour {
+            rate_limit: Some(500_000),
+            ..Default::default()
+        },
+    })
+    .await
+    .unwrap();
     let f = ftp_origin(size, 9).await;
     let s = sftp_origin(size, 9).await;
     let kh = dir.path().join("known_hosts");
