@@ -1334,12 +1334,11 @@ impl Scheduler {
         // piece, which its setup then made the last to finish.
         let (work, others) = self.in_flight_load(now);
         let work = work + total as f64;
-        let setup = |src: usize, slot: usize| self.slot_setup(src, slot);
         let horizon_of = |fill: &[(usize, usize, f64)]| {
             let (mut w_work, mut wsum) = (work, others);
             for &(src, slot, w) in fill {
                 wsum += w;
-                w_work += w * setup(src, slot);
+                w_work += w * self.slot_setup(src, slot);
             }
             w_work / wsum
         };
@@ -1349,7 +1348,7 @@ impl Scheduler {
                 let h = horizon_of(&fill);
                 let before = fill.len();
                 fill.retain(|&(src, slot, w)| {
-                    let d = setup(src, slot);
+                    let d = self.slot_setup(src, slot);
                     !(w * (h - d) < min_piece as f64 && gt(d + total as f64 / w, h))
                 });
                 if fill.len() == before || fill.is_empty() {
@@ -1565,7 +1564,7 @@ impl Scheduler {
         let Some((prev, prev_rate)) = self.sources[src].prev_level else {
             return false;
         };
-        if !p.decide_at_half || prev == 0 || !gt(prev_rate, 0.0) {
+        if !p.decide_at_half || !gt(prev_rate, 0.0) {
             return false;
         }
         let promised = level as f64 / prev as f64 - 1.0;
@@ -2296,7 +2295,9 @@ impl Scheduler {
     }
 
     /// The rate at which slot `i`'s fetch will take unassigned bytes once it ends: its
-    /// projection rate, or its source's connection rate before its first byte (0 unknown).
+    /// projection rate, or its source's connection rate before its first byte — 0 when
+    /// unknown, unlike [`Scheduler::fetch_rate`]'s prior, so that an unmeasured fetch is not
+    /// counted on to take any.
     fn fetch_rate_now(&self, i: usize) -> f64 {
         let s = &self.slots[i];
         match &s.fetch {
