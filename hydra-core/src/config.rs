@@ -96,9 +96,11 @@ pub struct SearchPolicy {
     /// A level whose first half-window already delivers `double_fraction` of its promise over
     /// the level below is judged at the half, on that half, rather than at the end of the
     /// window. A ramp only understates a level, so a gain that is decisive on the first half
-    /// is decisive on the whole; judging it early opens the next level half a window sooner.
-    /// A level below the mark, and the first level (which has nothing to be compared with),
-    /// are measured over the whole window.
+    /// is decisive on the whole; and for the same reason such a level's window opens at its
+    /// last connection's first byte rather than after one rate window. A first half that is
+    /// not decisive then serves as that settling window, and the level is measured over a
+    /// whole window from there, as without this option. The first level (which has nothing
+    /// to be compared with) always settles and is measured over the whole window.
     pub decide_at_half: bool,
 }
 

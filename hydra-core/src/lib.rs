@@ -86,7 +86,8 @@
 //!   aggregate that rose by at least half of what the connection-count ratio promised over the
 //!   previous level — double the connections when it rose by 80 % of the promise, one more
 //!   otherwise. A level whose first half-window already rose by 80 % of the promise is judged
-//!   at the half ([`SearchPolicy::decide_at_half`]). A level that rose by less than half is
+//!   at the half, and a level above the first starts that half at its last connection's first
+//!   byte ([`SearchPolicy::decide_at_half`]). A level that rose by less than half is
 //!   kept when it still rose by a quarter, and abandoned for the level below when not. The
 //!   [`LimitReason`] records why the search stopped.
 //! - **Failures**: a failed fetch's bytes return to the unassigned set; its source backs off

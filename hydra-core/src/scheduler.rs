@@ -144,12 +144,16 @@ enum SearchState {
     Off,
     Settling,
     /// Counting the source's bytes since `since` (from `bytes0`), with the count at the
-    /// window's middle once reached; the level has been on the wire since `opened`.
+    /// window's middle once reached; the level has been on the wire since `opened`. An
+    /// `early` window opened at its last connection's first byte rather than after its first
+    /// rate window: it is judged at its half only if decisive there, and otherwise measured
+    /// again from its half.
     Measuring {
         since: Duration,
         bytes0: u64,
         half: Option<(Duration, u64)>,
         opened: Duration,
+        early: bool,
     },
     Done,
 }
@@ -1447,12 +1451,18 @@ impl Scheduler {
                 SearchState::Off | SearchState::Done => {}
                 SearchState::Settling => {
                     // The window opens once every connection of the level is on the wire
-                    // and has closed one full rate window (the first one holds the
-                    // handshake's gap). Whether the ramp is over is judged at its end.
+                    // and has closed one full rate window (its first holds the connection's
+                    // ramp). Whether the ramp is over is judged at the window's end. A level
+                    // that can be judged at its half opens early, at its last connection's
+                    // first byte: a ramp only understates it, and if its first half is not
+                    // decisive that half serves as the settling window.
                     let level = self.sources[src].level;
+                    let early = self.may_decide_at_half(src);
                     let delivering = self
                         .live_fetches(src)
-                        .filter(|f| f.detector.windows() >= 1)
+                        .filter(|f| {
+                            f.detector.windows() >= 1 || (early && f.first_byte_at.is_some())
+                        })
                         .count();
                     if delivering >= level {
                         let bytes0 = self.sources[src].bytes;
@@ -1461,6 +1471,7 @@ impl Scheduler {
                             bytes0,
                             half: None,
                             opened: now,
+                            early,
                         };
                     } else if self.unassigned.is_empty()
                         && self.busy(src) < level
@@ -1480,6 +1491,7 @@ impl Scheduler {
                     bytes0,
                     half,
                     opened,
+                    early,
                 } => {
                     let level = self.sources[src].level;
                     if self.busy(src) < level {
@@ -1502,11 +1514,22 @@ impl Scheduler {
                                 self.level_measured(src, level, first, now);
                                 continue;
                             }
-                            self.sources[src].search = SearchState::Measuring {
-                                since,
-                                bytes0,
-                                half: Some((now, bytes)),
-                                opened,
+                            self.sources[src].search = if early {
+                                SearchState::Measuring {
+                                    since: now,
+                                    bytes0: bytes,
+                                    half: None,
+                                    opened,
+                                    early: false,
+                                }
+                            } else {
+                                SearchState::Measuring {
+                                    since,
+                                    bytes0,
+                                    half: Some((now, bytes)),
+                                    opened,
+                                    early,
+                                }
                             };
                         }
                         continue;
@@ -1525,6 +1548,7 @@ impl Scheduler {
                             bytes0: bytes,
                             half: None,
                             opened,
+                            early: false,
                         };
                         continue;
                     }
@@ -1564,7 +1588,7 @@ impl Scheduler {
         let Some((prev, prev_rate)) = self.sources[src].prev_level else {
             return false;
         };
-        if !p.decide_at_half || !gt(prev_rate, 0.0) {
+        if !self.may_decide_at_half(src) {
             return false;
         }
         let promised = level as f64 / prev as f64 - 1.0;
@@ -1572,6 +1596,15 @@ impl Scheduler {
             && self
                 .live_fetches(src)
                 .all(|f| f.detector.grade() == Grade::Healthy)
+    }
+
+    /// Whether the level `src` is measuring now may be judged at its half: the policy allows
+    /// it and there is a measured level below to compare it with.
+    fn may_decide_at_half(&self, src: usize) -> bool {
+        self.cfg.search.decide_at_half
+            && self.sources[src]
+                .prev_level
+                .is_some_and(|(_, prev_rate)| gt(prev_rate, 0.0))
     }
 
     fn level_measured(&mut self, src: usize, level: usize, rate: f64, now: Duration) {

@@ -666,10 +666,11 @@ fn a_path_that_collapses_during_a_trial_is_reported_as_such_not_as_the_trial_s_f
 }
 
 #[test]
-fn a_level_that_pays_in_full_over_its_first_half_window_opens_the_next_level_half_a_window_sooner()
-{
-    // The headroom path again: two connections deliver twice what one did from their first
-    // rate window on, so the level of two is decided at the half of its 200 ms window.
+fn a_level_that_pays_in_full_from_its_first_bytes_opens_the_next_level_without_a_settling_window() {
+    // The headroom path again: two connections deliver twice what one did from the 2nd's
+    // first byte on, so the level of two is measured from that byte and decided at the half
+    // of its 200 ms window, rather than after one rate window (100 ms) to settle and the
+    // whole window.
     let whole = Config {
         search: hydra_core::SearchPolicy {
             decide_at_half: false,
@@ -688,14 +689,46 @@ fn a_level_that_pays_in_full_over_its_first_half_window_opens_the_next_level_hal
     assert_eq!(early.trials[0][0], late.trials[0][0]);
     let sooner = late.trials[0][1] - early.trials[0][1];
     assert!(
-        (Duration::from_millis(95)..=Duration::from_millis(105)).contains(&sooner),
+        (Duration::from_millis(195)..=Duration::from_millis(205)).contains(&sooner),
         "{sooner:?}: {early:?} {late:?}"
     );
-    // Two of four connections missing for 100 ms less: 40 ms sooner at the end (8.375 s).
+    // Two of four connections missing for 200 ms less: 80 ms sooner at the end (8.335 s).
     let gained = late.end - early.end;
     assert!(
-        gained >= Duration::from_millis(30),
+        gained >= Duration::from_millis(70),
         "{gained:?}: {early:?} {late:?}"
+    );
+}
+
+#[test]
+fn a_level_whose_new_connection_is_still_ramping_at_its_early_half_is_measured_again_from_there() {
+    // The headroom path with a 300 ms slow start on every connection: the 2nd connection's
+    // first 100 ms carry a third of what it settles at, so the early half is not decisive.
+    // That half then serves as the settling window the level would have waited for anyway:
+    // the search reaches the same levels, for the same reason, no later.
+    let ramping = |cfg: Config| {
+        let l = Link {
+            ramp: Duration::from_millis(300),
+            ..link(4.0, 1.2)
+        };
+        run(32_000_000, &[l], cfg, None)
+    };
+    let whole = Config {
+        search: hydra_core::SearchPolicy {
+            decide_at_half: false,
+            ..Default::default()
+        },
+        ..per_host(4)
+    };
+    let early = ramping(per_host(4));
+    let late = ramping(whole);
+    assert_eq!(early.outcome, Some(Outcome::Complete), "{early:?}");
+    assert_eq!(early.levels[0], vec![2, 4], "{early:?}");
+    assert_eq!(early.levels, late.levels, "{early:?} {late:?}");
+    assert_eq!(early.reasons, late.reasons, "{early:?} {late:?}");
+    assert!(
+        early.trials[0][1] <= late.trials[0][1],
+        "{early:?} {late:?}"
     );
 }
 
