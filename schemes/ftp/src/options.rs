@@ -71,7 +71,7 @@ pub struct Socks5Proxy {
 /// | `pasv_host` | [`PasvHost::Refuse`] |
 /// | `max_sessions_per_host` | 4 |
 /// | `pool_idle_timeout` | 30 s |
-/// | `revalidate_after` | 0 s: every `RETR` is preceded by `SIZE` and `MDTM` (two round trips; the probe's own, on the session that takes it, if under [`FRESH_CHECK`](crate::FRESH_CHECK) old), because a file replaced between two ranges must never be spliced; raise it to trade that guarantee for setup cost |
+/// | `revalidate_after` | 0 s: every `RETR` is preceded by `SIZE` and `MDTM` (two round trips; the probe's own on the session that takes it, or the one a session opened ahead read after its login, if under [`FRESH_CHECK`](crate::FRESH_CHECK) old), because a file replaced between two ranges must never be spliced; raise it to trade that guarantee for setup cost |
 /// | `anonymous_password` | `hydra@` |
 /// | `ftps` | [`FtpsMode::Never`] (`ftps://` URLs use explicit FTPS) |
 /// | `extra_roots` | none (built-in `webpki-roots` are always trusted) |

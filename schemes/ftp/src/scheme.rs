@@ -44,9 +44,11 @@ pub const FRESH_CHECK: Duration = Duration::from_secs(1);
 ///   then goes back to the pool with no reply owed.
 /// * Before `RETR`, a session that has not checked within [`FtpOptions::revalidate_after`]
 ///   re-reads `SIZE` and `MDTM`: a file that changed is [`ErrorKind::ObjectChanged`]. A check
-///   younger than [`FRESH_CHECK`] with no transfer since counts (the probe's, typically); the
-///   fetch that takes it reports itself as continuing the probe
-///   ([`RangeWriter::primed`](hydra_scheme::RangeWriter::primed)), not as a pooled request.
+///   younger than [`FRESH_CHECK`] with no transfer since counts: the probe's, or the one a
+///   session opened ahead ([`Scheme::prepare`]) read after its login, compared with the probe
+///   by the fetch that takes it. That fetch reports itself as continuing an exchange
+///   ([`RangeWriter::primed`](hydra_scheme::RangeWriter::primed)), not as a pooled request:
+///   it costs two round trips less.
 /// * `REST 0` precedes a transfer from byte 0 only on a session that sent another `REST`
 ///   since it last sent `REST 0`; `FEAT` is asked once per session.
 /// * Sessions are pooled per host and user, preferring the one the slot used last, with at
@@ -229,6 +231,7 @@ impl FtpScheme {
         let facts = s.facts(path, rt).await?;
         s.validated = Some(Instant::now());
         s.check_unused = true;
+        s.read_ahead = None;
         Ok(Probe {
             size: facts.size,
             ranged,
@@ -250,6 +253,10 @@ impl FtpScheme {
     ) -> Result<Transfer, ErrorKind> {
         let rt = self.options.reply_timeout;
         let fresh = s.takes_probe_check();
+        if let Some(f) = s.read_ahead.take() {
+            // Read when the session was opened, compared now: a check as of `validated`.
+            check_same(expect, &f)?;
+        }
         let due = !fresh
             && s.validated
                 .is_none_or(|t| t.elapsed() >= self.options.revalidate_after);
@@ -540,15 +547,27 @@ impl Scheme for FtpScheme {
             .map_err(|k| SchemeError::new(endpoint, k))
     }
 
-    /// Logs in (TLS first for FTPS) and pools the session, within the per-host session
-    /// ceiling: when that is reached, nothing is opened.
+    /// Logs in (TLS first for FTPS), reads `SIZE` and `MDTM` for the first transfer to take
+    /// as its check (within [`FRESH_CHECK`], as the probe's is taken: two round trips off that
+    /// transfer's setup), and pools the session, within the per-host session ceiling: when
+    /// that is reached, nothing is opened. A refused `SIZE` leaves the check to the transfer,
+    /// which reports it.
     async fn prepare(&self, endpoint: &Endpoint) -> Result<(), SchemeError> {
         let err = |k| SchemeError::new(endpoint, k);
         let key = self.key(endpoint).map_err(err)?;
+        let path = ftp_path(endpoint).map_err(err)?;
         let Some((permit, _opening)) = self.pool.admit_ahead(&key) else {
             return Ok(());
         };
-        let s = self.open(endpoint, key, permit).await.map_err(err)?;
+        let mut s = self.open(endpoint, key, permit).await.map_err(err)?;
+        match s.facts(&path, self.options.reply_timeout).await {
+            Ok(f) => {
+                s.validated = Some(Instant::now());
+                s.check_unused = true;
+                s.read_ahead = Some(f);
+            }
+            Err(e) => tracing::debug!(error = %e, "no check read ahead"),
+        }
         self.pool.put(s, None);
         Ok(())
     }

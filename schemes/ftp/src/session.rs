@@ -40,11 +40,16 @@ pub(crate) struct HostKey {
 pub(crate) struct Session {
     pub ftp: Ftp,
     pub key: HostKey,
-    /// When `SIZE`/`MDTM` were last checked against the probe on this session.
+    /// When `SIZE`/`MDTM` were last read on this session (and compared with the probe then,
+    /// or, when `read_ahead` holds them, by the next transfer).
     pub validated: Option<Instant>,
     /// No transfer has begun on this session since `validated`: the check was the last thing
     /// the session was asked about the file.
     pub check_unused: bool,
+    /// What `SIZE` and `MDTM` said when the session was opened ahead of its first transfer
+    /// ([`Scheme::prepare`](hydra_scheme::Scheme::prepare) knows no probe to compare with):
+    /// the transfer that takes that check compares these with its probe instead of asking.
+    pub read_ahead: Option<Facts>,
     /// What `FEAT` (or a `REST 0`) said about `REST`, once asked: it does not change within a
     /// session, so a closing re-check on a pooled session does not ask again.
     pub rest: Option<bool>,
@@ -233,6 +238,7 @@ pub(crate) async fn open(
         key,
         validated: None,
         check_unused: false,
+        read_ahead: None,
         rest: None,
         offset_armed: false,
         _permit: permit,
@@ -254,7 +260,8 @@ pub(crate) async fn timed<T>(
 
 impl Session {
     /// Whether the next `RETR` takes the session's last check as its own: one younger than
-    /// [`FRESH_CHECK`](crate::FRESH_CHECK) with no transfer begun since (the probe's).
+    /// [`FRESH_CHECK`](crate::FRESH_CHECK) with no transfer begun since (the probe's, or the
+    /// one read when the session was opened ahead).
     pub fn takes_probe_check(&self) -> bool {
         self.check_unused
             && self

@@ -438,6 +438,62 @@ async fn a_transfer_since_the_last_check_makes_the_next_retr_check_again_and_res
 }
 
 #[tokio::test]
+async fn a_session_opened_ahead_reads_its_check_then_and_its_first_retr_asks_nothing_more() {
+    let srv = Scripted::start(Script::new(5000, 9)).await.unwrap();
+    let p = probe(&scheme(options()), &srv.url()).await;
+    // A second scheme, so that its pool holds only the session opened ahead.
+    let s = scheme(FtpOptions {
+        revalidate_after: Duration::ZERO,
+        ..options()
+    });
+    bounded(s.prepare(&Endpoint::parse(&srv.url()).unwrap()))
+        .await
+        .expect("prepared");
+    let sink = Arc::new(MemorySink::new(5000));
+    let (out, seen) = fetch_seen(&s, &srv.url(), &p, ByteRange::new(0, 5000), 0, &sink, None).await;
+    assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
+    assert_eq!(sink.contents(), object_bytes(9, ByteRange::new(0, 5000)));
+    assert_eq!((s.sessions_dialled(), s.sessions_reused()), (1, 1));
+    // Its first byte is no sample of what a request on a pooled session costs.
+    assert_eq!(seen, [FetchEventKind::Primed]);
+    let file = "object.bin";
+    let cmds = srv.commands();
+    let login = cmds.iter().rposition(|c| c == "TYPE I").expect("logged in");
+    assert_eq!(
+        cmds[login + 1..],
+        [
+            format!("SIZE {file}"),
+            format!("MDTM {file}"),
+            "EPSV".to_owned(),
+            format!("RETR {file}"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_file_replaced_before_a_session_was_opened_ahead_is_refused_by_its_first_transfer() {
+    let size = 200_000;
+    let o = origin(size, 21).await;
+    let p = probe(&scheme(options()), &o.url()).await;
+    // Same size, new content and MDTM, between the probe and the session's check.
+    o.replace_object(22, size).unwrap();
+    let s = scheme(options());
+    bounded(s.prepare(&Endpoint::parse(&o.url()).unwrap()))
+        .await
+        .expect("prepared");
+    let sink = Arc::new(MemorySink::new(size as usize));
+    let out = fetch(&s, &o.url(), &p, ByteRange::new(0, size), 0, &sink, None).await;
+    assert_eq!(
+        s.sessions_reused(),
+        1,
+        "the fetch took the session opened ahead"
+    );
+    let e = out.error().expect("object changed");
+    assert!(matches!(e.kind, ErrorKind::ObjectChanged { .. }), "{e}");
+    assert!(sink.written().is_empty(), "{:?}", sink.written());
+}
+
+#[tokio::test]
 async fn a_replaced_file_is_an_error_not_a_mixed_file() {
     let size = 200_000;
     let o = origin(size, 21).await;
