@@ -60,8 +60,9 @@
 //!   paying one setup), and nothing when that is under a minimum piece and it cannot finish
 //!   everything unassigned by then: the rest waits for the faster ones, which are free
 //!   sooner. Assignment is otherwise work-conserving. Fetches that share
-//!   one bottleneck (the search measured their source as not additive) are projected as a
-//!   group: they end when their bytes are done at the aggregate rate.
+//!   one bottleneck (the search measured their source as not additive, and one connection
+//!   alone carried what they do) are projected as a group: they end when their bytes are
+//!   done at the aggregate rate.
 //! - **Repair on divergence**, not idleness, at most once per rate window: the victim is the
 //!   fetch projected to finish last, however little it has left (under a minimum piece
 //!   never stays behind: a small remainder moves whole); the taker is whichever of an idle slot, a busy fetch (which

@@ -200,6 +200,9 @@ struct Source {
     bytes: u64,
     search: SearchState,
     prev_level: Option<(usize, f64)>,
+    /// The rate the search measured one connection of this source at, alone (its first
+    /// level); `None` before that, or when the count came from memory.
+    solo_rate: Option<f64>,
     limit: LimitReason,
     /// Fraction of a sibling connection's rate that is additive capacity (measured by the
     /// search); `None` when unmeasured.
@@ -268,6 +271,7 @@ impl Source {
             bytes: 0,
             search,
             prev_level: None,
+            solo_rate: None,
             limit,
             additivity,
             joining: false,
@@ -371,6 +375,10 @@ pub struct Scheduler {
 }
 
 const MAX_NOTICES: usize = 64;
+
+/// How far a shared group's aggregate may exceed what one connection of its source was
+/// measured at alone and still count as one bottleneck a lone connection fills.
+const SOLO_SLACK: f64 = 0.25;
 
 impl Scheduler {
     /// A scheduler for an object of `size` bytes served by `sources`, with nothing held yet.
@@ -1660,6 +1668,9 @@ impl Scheduler {
             full_gain = ge(gained, p.double_fraction * promised);
         }
         self.sources[src].prev_level = Some((level, rate));
+        if level == 1 {
+            self.sources[src].solo_rate = Some(rate);
+        }
         let s = &self.sources[src];
         let room = self.cfg.total.saturating_sub(self.busy_total());
         if level >= s.ceiling || room == 0 {
@@ -1942,7 +1953,12 @@ impl Scheduler {
             rate += r;
             n += 1;
         }
-        (n >= 2).then_some((left, rate))
+        // One connection alone must be able to carry what the group does, or a fetch left
+        // alone cannot take over its siblings' shares.
+        let one_fills = self.sources[src]
+            .solo_rate
+            .is_none_or(|solo| ge(solo * (1.0 + SOLO_SLACK), rate));
+        (n >= 2 && one_fills).then_some((left, rate))
     }
 
     /// Projected finish time (seconds since start) of the fetch on `slot`; NaN when its rate is

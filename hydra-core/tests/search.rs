@@ -936,3 +936,30 @@ fn a_repair_never_claims_to_bring_the_end_forward_by_more_than_its_victim_had_le
     }
     assert!(seen > 0, "no repair was made: the check checked nothing");
 }
+
+#[test]
+fn a_fetch_left_alone_behind_a_shared_link_is_not_expected_to_carry_its_siblings_shares() {
+    // A 3 MB/s link whose connections are each capped at 1.2 MB/s (a paced origin behind a
+    // shared link), one of them with an unequal share. The search finds four connections
+    // add under half their promise over two, which reads as one shared bottleneck: its
+    // fetches were taken as a group that ends when its bytes are done at the aggregate
+    // rate, so the group showed no laggard to repair. But one connection alone was measured
+    // at 1.2 MB/s: the fetch left last cannot speed up to 3, and it ended the transfer up to
+    // 1.17× the oracle. A group is now only a group when one connection carries its rate.
+    for (cap, weights) in [
+        (3.0, &[1.0, 1.0, 1.0, 0.3][..]),
+        (3.0, &[1.0, 0.4, 1.0, 1.0]),
+        (3.0, &[1.0, 0.7, 1.0, 1.0]),
+        (3.2, &[1.0, 1.0, 0.3, 1.0]),
+        (3.2, &[1.0, 1.0, 1.0, 0.3]),
+    ] {
+        let l = Link {
+            weights,
+            ..link(cap, 1.2)
+        };
+        let r = run(32_000_000, &[l], per_host(4), None);
+        assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+        let ratio = r.end.as_secs_f64() / (32.0 / cap);
+        assert!(ratio < 1.09, "{cap} MB/s, {weights:?}: {ratio:.3} {r:?}");
+    }
+}
