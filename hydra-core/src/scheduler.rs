@@ -1536,7 +1536,7 @@ impl Scheduler {
                                     bytes0,
                                     half: Some((now, bytes)),
                                     opened,
-                                    early,
+                                    early: false,
                                 }
                             };
                         }
@@ -1592,13 +1592,13 @@ impl Scheduler {
     /// ([`crate::SearchPolicy::decide_at_half`]). Its connections need not have settled: one
     /// still rising only understates the level.
     fn decisive_at_half(&self, src: usize, level: usize, rate: f64) -> bool {
-        let p = self.cfg.search;
-        let Some((prev, prev_rate)) = self.sources[src].prev_level else {
-            return false;
-        };
         if !self.may_decide_at_half(src) {
             return false;
         }
+        let Some((prev, prev_rate)) = self.sources[src].prev_level else {
+            return false;
+        };
+        let p = self.cfg.search;
         let promised = level as f64 / prev as f64 - 1.0;
         ge(rate / prev_rate - 1.0, p.double_fraction * promised)
             && self
