@@ -40,9 +40,10 @@ pub enum FetchEventKind {
     /// The fetch continues a response that was already under way before it began (a primed
     /// probe, see [`Scheme::probe_primed`](crate::Scheme::probe_primed)): no request was sent for
     /// it, so its first byte measures no setup cost. Also sent by a fetch whose request
-    /// continues the probe's exchange on the probe's session and so costs less than a request
-    /// on a pooled session would (FTP: a `RETR` that takes the probe's `SIZE`/`MDTM` as its
-    /// check): its first byte is no sample of that cost either.
+    /// continues the probe's exchange on the probe's session, or an exchange a session opened
+    /// ahead began, and so costs less than a request on a pooled session would (FTP: a `RETR`
+    /// that takes the probe's `SIZE`/`MDTM`, or those read after a prepared session's login,
+    /// as its check): its first byte is no sample of that cost either.
     Primed,
     /// The source's first response byte for this fetch arrived (headers, for HTTP). From here
     /// on the connection is delivering.
@@ -241,8 +242,8 @@ impl RangeWriter {
         self.emit(FetchEventKind::Connected { reused });
     }
 
-    /// Reports that the fetch continues a primed probe's response, or the probe's exchange on
-    /// the probe's session ([`FetchEventKind::Primed`]; instead of [`RangeWriter::connected`]).
+    /// Reports that the fetch continues a primed probe's response, or an exchange already
+    /// begun on its session ([`FetchEventKind::Primed`]; instead of [`RangeWriter::connected`]).
     pub fn primed(&self) {
         self.emit(FetchEventKind::Primed);
     }

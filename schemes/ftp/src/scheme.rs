@@ -252,7 +252,7 @@ impl FtpScheme {
         expect: &Probe,
     ) -> Result<Transfer, ErrorKind> {
         let rt = self.options.reply_timeout;
-        let fresh = s.takes_probe_check();
+        let fresh = s.takes_fresh_check();
         if let Some(f) = s.read_ahead.take() {
             // Read when the session was opened, compared now: a check as of `validated`.
             check_same(expect, &f)?;
@@ -340,10 +340,11 @@ impl FtpScheme {
             if reused {
                 self.reused.fetch_add(1, Ordering::Relaxed);
             }
-            if reused && s.takes_probe_check() {
-                // It continues the probe's exchange, two round trips short of what a request
-                // on a pooled session costs: its first byte is no sample of that cost (the
-                // scheduler would price every later FTP request at it).
+            if reused && s.takes_fresh_check() {
+                // It takes a check already read (the probe's, or one read when the session
+                // was opened ahead), two round trips short of what a request on a pooled
+                // session costs: its first byte is no sample of that cost (the scheduler would
+                // price every later FTP request at it).
                 req.writer.primed();
             } else {
                 req.writer.connected(reused);

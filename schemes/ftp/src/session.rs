@@ -262,7 +262,7 @@ impl Session {
     /// Whether the next `RETR` takes the session's last check as its own: one younger than
     /// [`FRESH_CHECK`](crate::FRESH_CHECK) with no transfer begun since (the probe's, or the
     /// one read when the session was opened ahead).
-    pub fn takes_probe_check(&self) -> bool {
+    pub fn takes_fresh_check(&self) -> bool {
         self.check_unused
             && self
                 .validated
