@@ -1,8 +1,9 @@
 //! [`FtpScheme`]: ranged reads with `REST` + `RETR` on suppaftp's tokio client.
 
+use std::collections::BTreeSet;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -61,6 +62,12 @@ pub struct FtpScheme {
     dialled: AtomicU64,
     reused: AtomicU64,
     stops: Mutex<Vec<StopRecord>>,
+    /// Hosts a probe found offering `REST`. A transfer already takes its probe's answer for
+    /// every session, so a later probe (the engine's closing re-check) on a session that never
+    /// asked takes it too and is two commands (`SIZE`, `MDTM`), as on one that did. A host
+    /// found without `REST` is asked again: an answer that wrongly says unranged costs a
+    /// whole stream from byte 0.
+    rest: Mutex<BTreeSet<HostKey>>,
 }
 
 /// One early stop: how, and the reply codes consumed in arrival order.
@@ -95,6 +102,7 @@ impl FtpScheme {
             dialled: AtomicU64::new(0),
             reused: AtomicU64::new(0),
             stops: Mutex::new(Vec::new()),
+            rest: Mutex::new(BTreeSet::new()),
         })
     }
 
@@ -116,6 +124,10 @@ impl FtpScheme {
     /// Every early stop so far, oldest first.
     pub fn stops(&self) -> Vec<StopRecord> {
         self.stops.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn lock_rest(&self) -> MutexGuard<'_, BTreeSet<HostKey>> {
+        self.rest.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn key(&self, ep: &Endpoint) -> Result<HostKey, ErrorKind> {
@@ -227,7 +239,13 @@ impl FtpScheme {
         connect: Duration,
     ) -> Result<Probe, ErrorKind> {
         let rt = self.options.reply_timeout;
+        if s.rest.is_none() && self.lock_rest().contains(&s.key) {
+            s.rest = Some(true);
+        }
         let ranged = s.supports_rest(rt).await?;
+        if ranged {
+            self.lock_rest().insert(s.key.clone());
+        }
         let facts = s.facts(path, rt).await?;
         s.validated = Some(Instant::now());
         s.check_unused = true;

@@ -471,6 +471,41 @@ async fn a_session_opened_ahead_reads_its_check_then_and_its_first_retr_asks_not
 }
 
 #[tokio::test]
+async fn a_later_probe_on_a_session_that_never_asked_feat_is_two_commands() {
+    // The closing re-check is a probe on a pooled session, often one opened ahead or by a
+    // fetch, which never asked FEAT: what the host's first probe learned about REST holds for
+    // it too, so the check costs SIZE and MDTM, as on the probe's own session.
+    let srv = Scripted::start(Script::new(5000, 9)).await.unwrap();
+    let s = scheme(options());
+    let first = probe(&s, &srv.url()).await;
+    bounded(s.prepare(&Endpoint::parse(&srv.url()).unwrap()))
+        .await
+        .expect("prepared");
+    // The session opened ahead is the one put back last: the next probe takes it.
+    let again = probe(&s, &srv.url()).await;
+    assert!(again.same_object(&first));
+    assert_eq!(again.ranged, first.ranged);
+    assert_eq!(
+        s.sessions_dialled(),
+        2,
+        "the second probe dialled no session"
+    );
+    let file = "object.bin";
+    let cmds = srv.commands();
+    assert_eq!(cmds.iter().filter(|c| *c == "FEAT").count(), 1, "{cmds:?}");
+    let login = cmds.iter().rposition(|c| c == "TYPE I").expect("logged in");
+    assert_eq!(
+        cmds[login + 1..],
+        [
+            format!("SIZE {file}"),
+            format!("MDTM {file}"),
+            format!("SIZE {file}"),
+            format!("MDTM {file}"),
+        ]
+    );
+}
+
+#[tokio::test]
 async fn a_file_replaced_before_a_session_was_opened_ahead_is_refused_by_its_first_transfer() {
     let size = 200_000;
     let o = origin(size, 21).await;
