@@ -8,7 +8,7 @@
 #[macro_use]
 mod common;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,6 +28,8 @@ const SETUP: Duration = Duration::from_millis(300);
 const LATE: Duration = Duration::from_millis(100);
 /// How long a check takes under [`When::ChecksTakeCheck`].
 const CHECK: Duration = Duration::from_millis(60);
+/// How long a check takes under [`When::ChecksTakeMostOfASetup`]: 80 % of `SETUP`.
+const SLOW_CHECK: Duration = Duration::from_millis(240);
 
 #[derive(Debug, Clone, Copy)]
 enum When {
@@ -45,6 +47,9 @@ enum When {
     /// Every check takes `CHECK` to answer, far less than a fetch's `SETUP`; the object never
     /// changes.
     ChecksTakeCheck,
+    /// Every check takes `SLOW_CHECK` to answer, most of a fetch's `SETUP`; the object never
+    /// changes.
+    ChecksTakeMostOfASetup,
 }
 
 struct Paced {
@@ -61,6 +66,11 @@ struct Paced {
     /// Sessions prepared, and how many of them before the last byte was sent.
     prepared: AtomicUsize,
     prepared_before_last_byte: AtomicUsize,
+    /// Bytes written so far.
+    written: AtomicU64,
+    /// Per check (the probe excluded), in the order asked: the bytes still to be written when
+    /// it was asked, and whether the last byte had been written when it was answered.
+    checks: Mutex<Vec<(u64, bool)>>,
 }
 
 impl Paced {
@@ -76,6 +86,8 @@ impl Paced {
             sent: Notify::new(),
             prepared: AtomicUsize::new(0),
             prepared_before_last_byte: AtomicUsize::new(0),
+            written: AtomicU64::new(0),
+            checks: Mutex::new(Vec::new()),
         })
     }
 
@@ -103,6 +115,7 @@ impl Scheme for Paced {
 
     async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
         let first = self.probes.load(Ordering::SeqCst) == 0;
+        let due = SIZE - self.written.load(Ordering::SeqCst);
         if self.all_sent.load(Ordering::SeqCst) {
             self.asked_after_last_byte.fetch_add(1, Ordering::SeqCst);
         } else {
@@ -132,6 +145,13 @@ impl Scheme for Paced {
         }
         if !first && matches!(self.when, When::ChecksTakeCheck) {
             tokio::time::sleep(CHECK).await;
+        }
+        if !first && matches!(self.when, When::ChecksTakeMostOfASetup) {
+            tokio::time::sleep(SLOW_CHECK).await;
+        }
+        if !first {
+            let after = self.all_sent.load(Ordering::SeqCst);
+            self.checks.lock().unwrap().push((due, after));
         }
         let v = self.version();
         if !self.all_sent.load(Ordering::SeqCst) {
@@ -166,6 +186,7 @@ impl Scheme for Paced {
             if let Err(e) = w.write(&vec![byte; n as usize]) {
                 return FetchOutcome::Failed(SchemeError::new(&request.endpoint, ErrorKind::Io(e)));
             }
+            self.written.fetch_add(n, Ordering::SeqCst);
             if last {
                 self.all_sent.store(true, Ordering::SeqCst);
                 self.sent.notify_waiters();
@@ -291,11 +312,11 @@ async fn a_source_whose_early_checks_timed_out_before_the_end_is_not_asked_again
 
 #[tokio::test]
 async fn early_checks_that_came_back_too_soon_are_followed_by_one_timed_by_their_round_trip() {
-    // The first check is timed by the fetch setup (300 ms) and comes back in 60 ms, long
-    // before the last byte: it cannot stand. The next is timed by that round trip (sent when
-    // the projected end is within 60 ms), so it lands after the last byte and none is asked
-    // once the transfer is over. Timed by the setup, the second would have come back 90 ms
-    // early too.
+    // The first check, its cost unknown, is sent two fetch setups (600 ms) ahead and comes
+    // back in 60 ms, long before the last byte: it cannot stand. The next is timed by that
+    // round trip (sent when the projected end is within 54 ms), so it lands after the last
+    // byte and none is asked once the transfer is over. Timed by the setup, the second would
+    // have come back 210 ms early too.
     let s = Paced::new(When::ChecksTakeCheck);
     let (out, sink) = transfer(s.clone()).await;
     out.expect("the object never changed");
@@ -322,4 +343,37 @@ async fn a_source_whose_fetch_ended_before_the_last_one_gets_no_spare_session() 
     out.expect("the object never changed");
     assert_eq!(sink.written().len_bytes(), SIZE);
     assert_eq!(s.prepared.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_check_that_costs_most_of_a_setup_is_timed_before_it_is_aimed() {
+    // Checks take 240 ms, 80 % of a fetch's 300 ms setup (an FTP check on an open session is
+    // three of the five or so commands of a fetch's setup). Aimed at the setup (sent 270 ms
+    // ahead), the first would come back 30 ms before the last byte and the next, sent then,
+    // 210 ms after it. Sent two setups ahead, the first comes back with a setup to go, and
+    // the next is aimed by its 240 ms: asked with 216 ms (88 KB at 410 KB/s) still due, it is
+    // answered just after the last byte.
+    let s = Paced::new(When::ChecksTakeMostOfASetup);
+    let (out, sink) = transfer(s.clone()).await;
+    out.expect("the object never changed");
+    assert!(sink.contents().iter().all(|&b| b == 1));
+    assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 0);
+    let checks = s.checks.lock().unwrap().clone();
+    let bytes_per_check = (CHUNK as f64 * SLOW_CHECK.as_secs_f64() / GAP.as_secs_f64()) as u64;
+    let standing: Vec<u64> = checks
+        .iter()
+        .filter(|&&(_, after)| after)
+        .map(|&(due, _)| due)
+        .collect();
+    assert_eq!(standing.len(), 1, "one check stands: {checks:?}");
+    assert!(
+        standing[0] >= bytes_per_check / 2,
+        "the standing check was aimed, not sent when the one before it came back: asked with \
+         {} bytes due of a check's {bytes_per_check}: {checks:?}",
+        standing[0]
+    );
+    // Every check that came back early had been asked with more than a check's bytes due.
+    for &(due, _) in checks.iter().filter(|&&(_, after)| !after) {
+        assert!(due > bytes_per_check, "{checks:?}");
+    }
 }

@@ -10,17 +10,22 @@
 //! * Early checks are sent only once no byte is unassigned, one at a time per source: when
 //!   the transfer's projected end (the slowest live fetch's owned bytes over its rate) is
 //!   within [`AIM`] of what a check of the source costs and no earlier check of it is still in
-//!   flight.
-//!   Until one of its checks has been answered, that cost is the source's measured setup cost
-//!   on a new connection; then it is the quickest answer's round trip (an FTP check on a
-//!   pooled session is two commands, where a fetch's setup is three or four). A check
-//!   answered while bytes are still due cannot stand (below), so the next is timed by what
-//!   that one took; at most [`MAX_EARLY`] per source.
+//!   flight. That cost is the quickest answered check's round trip.
+//! * Until one of its checks has been answered, a source's check cost is not known: less than
+//!   a fetch's setup on a new connection, by a share that depends on the scheme (one round
+//!   trip of HTTP's two; `FEAT`, `SIZE` and `MDTM` of an FTP setup's five or so; an SFTP
+//!   `stat` of a whole SSH handshake). Aimed at the setup cost, a check that costs most of it
+//!   lands just before the last byte, cannot stand, and the next then lands most of a round
+//!   trip after it. So the first check is sent when the projected end is within
+//!   [`CALIBRATE`] setup costs: it comes back while bytes are due and times the next. A
+//!   check answered while bytes are still due cannot stand (below), so the next is timed by
+//!   what that one took; at most [`MAX_EARLY`] per source.
 //! * A source whose fetches are down to one and none of whose fetches has ended (so no
 //!   session of it is idle in its scheme's pool) gets a spare session opened
 //!   ([`Scheme::prepare`](crate::Scheme::prepare)) when the projected end is within
-//!   [`SPARE`] setup costs: its check would otherwise dial a session of its own after the
-//!   transfer's last session is busy to the end (an FTP login, an SSH handshake).
+//!   [`SPARE`] setup costs: its checks would otherwise dial a session of their own after the
+//!   transfer's last session is busy to the end (an FTP login, an SSH handshake), and the
+//!   first would time that dial rather than the check.
 //! * A check *stands* only if its answer arrived no earlier than the engine saw the source's
 //!   last byte. The server answered it after sending every byte that arrived before the answer
 //!   did (one path, answers not reordered behind later bytes), so every byte from that source
@@ -47,8 +52,14 @@ use crate::error::SchemeError;
 use crate::probe::Probe;
 
 /// A source's spare session for its check is opened when the projected end is within this
-/// many setup costs: time for the session to open before the first early check is due.
-pub(super) const SPARE: f64 = 3.0;
+/// many setup costs: time for the session to open (about one setup) before the first early
+/// check is due, at [`CALIBRATE`].
+pub(super) const SPARE: f64 = 4.0;
+
+/// A source's first check, whose cost is not known yet, is sent when the projected end is
+/// within this many setup costs. A check costs at most a setup, so it is answered with at
+/// least one setup to go, in time for the next to be aimed by its round trip ([`AIM`]).
+pub(super) const CALIBRATE: f64 = 2.0;
 
 /// A check is sent when the projected end is within this fraction of its cost, so that it
 /// lands a tenth of its round trip after the last byte: one that lands a hair before cannot
@@ -177,14 +188,15 @@ impl ClosingChecks {
                 }));
             }
             let quickest = self.answered_in[i].load(Ordering::Relaxed);
-            let cost = if quickest > 0 {
-                Duration::from_nanos(quickest).as_secs_f64()
+            let (cost, due) = if quickest > 0 {
+                let rtt = Duration::from_nanos(quickest).as_secs_f64();
+                (rtt, AIM * rtt)
             } else {
-                setup
+                (setup, CALIBRATE * setup)
             };
             // Every check sent so far was answered while bytes were still due.
             let answered = self.sent[i].iter().all(JoinHandle::is_finished);
-            if answered && end <= AIM * cost {
+            if answered && end <= due {
                 tracing::debug!(
                     source = i,
                     k,
