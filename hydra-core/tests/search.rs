@@ -76,6 +76,8 @@ struct Run {
     /// delivering (with a quarter's margin for the scheduler's smoothed rates): moving work
     /// off a fetch cannot bring the end forward by more than that fetch had left.
     overclaims: Vec<String>,
+    /// [`Scheduler::projected_end`] at every step it gave one: (when, projected end).
+    projected_ends: Vec<(Duration, Duration)>,
 }
 
 fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)>) -> Run {
@@ -105,6 +107,7 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
     let mut now = Duration::ZERO;
     let mut emptied = 0;
     let mut overclaims = Vec::new();
+    let mut projected_ends = Vec::new();
     sched.tick(now);
     // Bounded: 10 minutes of virtual time.
     let trace = std::env::var_os("HYDRA_TRACE").is_some();
@@ -275,6 +278,9 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
             added += 1;
         }
         sched.tick(now);
+        if let Some(e) = sched.projected_end(now) {
+            projected_ends.push((now, now + e));
+        }
     }
     Run {
         outcome: sched.outcome(),
@@ -291,6 +297,7 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
         emptied,
         connections: opened.len(),
         overclaims,
+        projected_ends,
     }
 }
 
@@ -961,5 +968,37 @@ fn a_fetch_left_alone_behind_a_shared_link_is_not_expected_to_carry_its_siblings
         assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
         let ratio = r.end.as_secs_f64() / (32.0 / cap);
         assert!(ratio < 1.09, "{cap} MB/s, {weights:?}: {ratio:.3} {r:?}");
+    }
+}
+
+#[test]
+fn a_fetch_left_alone_on_a_link_it_shared_is_projected_to_end_at_the_link_s_rate() {
+    // Three mirrors one connection each fills (the peers bench's mirrors path). Each search's
+    // trial connection finds nothing to add, and both fetches of a mirror run on, halving its
+    // link between them, until one ends. The survivor then has the link to itself while its
+    // averages still say half: by its own rate it would be projected to end about twice as
+    // late as it does, and the closing check aimed by that projection would land a round trip
+    // after the last byte.
+    let r = run(
+        48_000_000,
+        &[mirror(6.0, 20), mirror(3.0, 30), mirror(1.0, 40)],
+        per_host(4),
+        None,
+    );
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    // The projections made in the last 150 ms, each against the time actually left.
+    let late: Vec<(Duration, Duration)> = r
+        .projected_ends
+        .iter()
+        .filter(|&&(at, _)| at + Duration::from_millis(150) >= r.end)
+        .map(|&(at, end)| (r.end - at, end - at))
+        .collect();
+    // One at every 5 ms step, including the last: the end is never unknown near the end.
+    assert_eq!(late.len(), 31, "{late:?}");
+    for &(actual, projected) in &late {
+        assert!(
+            projected.as_secs_f64() <= actual.as_secs_f64() * 1.2 + 0.01,
+            "{projected:?} projected where {actual:?} was left: {late:?}"
+        );
     }
 }
