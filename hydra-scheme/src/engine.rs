@@ -869,7 +869,7 @@ impl Engine {
                     }
                 }
             }
-            checks.send_due(&sched, &sources);
+            checks.send_due(&sched, &sources, now);
             // While a source's search measures a level, the sessions its next level would add
             // (double, within its ceiling) are opened, so that they start with their requests.
             for (i, to) in ahead_to.iter_mut().enumerate() {

@@ -377,3 +377,18 @@ async fn a_check_that_costs_most_of_a_setup_is_timed_before_it_is_aimed() {
         assert!(due > bytes_per_check, "{checks:?}");
     }
 }
+
+#[tokio::test]
+async fn no_check_is_sent_before_the_transfer_s_end_can_be_projected() {
+    // Until its fetch has delivered for a rate window the transfer's end is unknown (not
+    // near): a check sent then is a round trip spent on nothing.
+    let s = Paced::new(When::ChecksTakeCheck);
+    let (out, _) = transfer(s.clone()).await;
+    out.expect("the object never changed");
+    let checks = s.checks.lock().unwrap().clone();
+    assert!(!checks.is_empty());
+    // A 100 ms rate window is ten chunks.
+    for &(due, _) in &checks {
+        assert!(due <= SIZE - 10 * CHUNK, "{checks:?}");
+    }
+}

@@ -8,9 +8,10 @@
 //! also asked *early*, aimed to land as the transfer ends:
 //!
 //! * Early checks are sent only once no byte is unassigned, one at a time per source: when
-//!   the transfer's projected end (the slowest live fetch's owned bytes over its rate) is
-//!   within [`AIM`] of what a check of the source costs and no earlier check of it is still in
-//!   flight. That cost is the quickest answered check's round trip.
+//!   the transfer's projected end ([`Scheduler::projected_end`]: fetches sharing a bottleneck
+//!   end together, and one its last sibling there has just left alone carries the pair's rate)
+//!   is within [`AIM`] of what a check of the source costs and no earlier check of it is still
+//!   in flight. That cost is the quickest answered check's round trip.
 //! * Until one of its checks has been answered, a source's check cost is not known: less than
 //!   a fetch's setup on a new connection, by a share that depends on the scheme (one round
 //!   trip of HTTP's two; `FEAT`, `SIZE` and `MDTM` of an FTP setup's five or so; an SFTP
@@ -144,18 +145,12 @@ impl ClosingChecks {
     }
 
     /// Sends the early checks that are due (see the module docs).
-    pub(super) fn send_due(&mut self, sched: &Scheduler, sources: &[ProbedSource]) {
-        if !sched.unassigned().is_empty() {
+    pub(super) fn send_due(&mut self, sched: &Scheduler, sources: &[ProbedSource], now: Duration) {
+        // Nothing unassigned and every live fetch measured.
+        let Some(end) = sched.projected_end(now) else {
             return;
-        }
-        let mut end = 0.0f64;
-        for (fetch, _, _, owned) in sched.in_flight() {
-            match sched.rate(fetch) {
-                Some(r) if r > 0.0 => end = end.max(owned.len() as f64 / r),
-                // A fetch without a rate yet: its end cannot be projected.
-                _ => return,
-            }
-        }
+        };
+        let end = end.as_secs_f64();
         for (i, s) in sources.iter().enumerate() {
             let k = self.sent[i].len();
             if k >= MAX_EARLY || !self.wanted(sched, i) {
