@@ -10,6 +10,7 @@
 //! dropped when taken.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -42,7 +43,8 @@ impl Pool {
         }
     }
 
-    /// An idle session to `key`: the one `slot` used last if there is one, else the most
+    /// An idle session to `key`: of those with no abandoned reads still
+    /// [draining](Session::draining) if there are any, the one `slot` used last, else the most
     /// recently used. Expired and closed sessions are dropped on the way.
     pub fn take(&self, key: &HostKey, slot: Option<ConnId>) -> Option<Session> {
         let mut idle = lock(&self.idle);
@@ -51,9 +53,12 @@ impl Pool {
         list.retain(|i| {
             now.duration_since(i.since) < self.idle_timeout && !i.session.ssh.is_closed()
         });
+        let clear = |i: &Idle| i.session.draining.load(Ordering::Relaxed) == 0;
+        let any_clear = list.iter().any(clear);
+        let eligible = |i: &Idle| !any_clear || clear(i);
         let pick = slot
-            .and_then(|s| list.iter().rposition(|i| i.slot == Some(s)))
-            .or_else(|| list.len().checked_sub(1))?;
+            .and_then(|s| list.iter().rposition(|i| eligible(i) && i.slot == Some(s)))
+            .or_else(|| list.iter().rposition(eligible))?;
         Some(list.remove(pick).session)
     }
 

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -61,7 +61,8 @@ const MAX_EMPTY_REPLIES: u32 = 8;
 /// * Shrinking costs no round trip: no further reads are issued. Reads already in flight past
 ///   the new far end are left to a background task that counts their bytes as waste when they
 ///   arrive (within the request timeout) — these `Waste` events may follow the fetch's
-///   outcome. The session stays in the pool.
+///   outcome. The session stays in the pool, but while another idle session of the host has
+///   no such reads in flight, a fetch is given that one: it would wait behind them.
 /// * Sessions are pooled per (host, port, user), preferring the fetch slot's last session,
 ///   with their file handles kept open. See [`SessionMode`] for connections vs channels.
 pub struct SftpScheme {
@@ -370,11 +371,11 @@ impl SftpScheme {
     }
 
     /// Runs one fetch with a stale-pooled-session retry. Returns the outcome and the reads
-    /// left in flight (to be drained as waste).
+    /// left in flight (to be drained as waste), with their session's count of them.
     async fn fetch_inner(
         &self,
         req: &mut FetchRequest,
-    ) -> Result<(FetchOutcome, Option<Leftover>), ErrorKind> {
+    ) -> Result<(FetchOutcome, Option<(Leftover, Arc<AtomicUsize>)>), ErrorKind> {
         if req.writer.remaining() == 0 {
             return Ok((req.writer.outcome_at_bound(), None));
         }
@@ -393,8 +394,11 @@ impl SftpScheme {
                 .await
             {
                 Ok(leftover) => {
+                    let leftover = (!leftover.is_empty()).then(|| {
+                        s.draining.fetch_add(leftover.len(), Ordering::Relaxed);
+                        (leftover, s.draining.clone())
+                    });
                     self.pool.put(s, slot);
-                    let leftover = (!leftover.is_empty()).then_some(leftover);
                     return Ok((req.writer.outcome_at_bound(), leftover));
                 }
                 Err(e) => {
@@ -657,19 +661,23 @@ impl Scheme for SftpScheme {
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
         match self.fetch_inner(&mut request).await {
             Ok((outcome, leftover)) => {
-                if let Some(mut leftover) = leftover {
+                if let Some((mut leftover, draining)) = leftover {
                     // Replies to reads issued before the shrink: counted as waste as they
-                    // arrive, for at most one request timeout.
+                    // arrive, for at most one request timeout, and off their session's count.
                     let mut writer = request.writer;
                     let deadline = tokio::time::Instant::now() + self.options.request_timeout;
                     tokio::spawn(async move {
+                        let mut left = leftover.len();
                         while let Ok(Some(r)) =
                             tokio::time::timeout_at(deadline, leftover.next()).await
                         {
+                            left -= 1;
+                            draining.fetch_sub(1, Ordering::Relaxed);
                             if let Ok(d) = r.result {
                                 writer.discard(d.data.len() as u64);
                             }
                         }
+                        draining.fetch_sub(left, Ordering::Relaxed);
                     });
                 }
                 outcome

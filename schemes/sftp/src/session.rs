@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -55,6 +56,10 @@ pub(crate) struct Session {
     pub handles: HashMap<String, String>,
     /// Set when a request failed in a way that leaves the session unusable.
     pub broken: bool,
+    /// Reads an earlier fetch left in flight past its lowered bound and not yet answered: their
+    /// replies come before any later read's on the same channel, so a fetch on this session
+    /// waits for them (seconds, on a connection that has collapsed).
+    pub draining: Arc<AtomicUsize>,
 }
 
 impl Drop for Session {
@@ -370,6 +375,7 @@ pub(crate) async fn open_session(
         max_read,
         handles: HashMap::new(),
         broken: false,
+        draining: Arc::new(AtomicUsize::new(0)),
     })
 }
 

@@ -550,3 +550,94 @@ async fn a_prepared_session_carries_the_probe_without_a_new_handshake() {
     assert_eq!(origin.connections_accepted(), 1);
     assert_eq!(origin.sessions_opened(), 1);
 }
+
+#[tokio::test]
+async fn a_fetch_is_not_queued_behind_abandoned_reads_while_a_clear_session_is_idle() {
+    // Replies on one channel come in order, so a fetch on a session whose earlier fetch left
+    // reads in flight past its lowered bound waits for all of them (on a collapsed connection,
+    // longer than the stall timeout: the conformance collapse scenario reclaimed such a fetch
+    // five times and declared the source dead). With a session idle and clear, the fetch
+    // takes that one, even though the draining one is its slot's.
+    let origin = Origin::start(OriginConfig {
+        size: 8 << 20,
+        ..OriginConfig::default()
+    })
+    .await
+    .unwrap();
+    let tmp = temp_dir("draining");
+    let opts = SftpOptions {
+        read_size: 32 * 1024,
+        max_read_size: 32 * 1024,
+        window_initial: 4,
+        window_min: 4,
+        window_max: 4,
+        ..trusting(&origin, tmp.path())
+    };
+    let scheme = Arc::new(SftpScheme::new(opts));
+    let ep = endpoint(&origin);
+    let p = probe(&scheme, &ep).await;
+    // Each read is answered 150 ms after the one before it on its channel.
+    origin.set(Misbehaviour {
+        reply_delay: Some(Duration::from_millis(150)),
+        ..Misbehaviour::default()
+    });
+    let log: Arc<Mutex<Vec<(u8, FetchEventKind)>>> = Arc::new(Mutex::new(Vec::new()));
+    let request = |tag: u8, range: ByteRange| {
+        let l = log.clone();
+        let observer = Arc::new(move |e: FetchEvent| l.lock().unwrap().push((tag, e.kind)));
+        let sink = Arc::new(MemorySink::new(p.size as usize));
+        let (bound, writer) = RangeWriter::for_range(
+            FetchId(u64::from(tag)),
+            range,
+            sink as Arc<dyn Sink>,
+            observer,
+        );
+        let req = FetchRequest {
+            endpoint: Arc::new(ep.clone()),
+            expect: p.clone(),
+            slot: ConnId(1),
+            writer,
+        };
+        (bound, req)
+    };
+    let (bound, first) = request(1, ByteRange::new(0, p.size));
+    let task = tokio::spawn({
+        let scheme = scheme.clone();
+        async move { run(&scheme, first).await }
+    });
+    let mut tries = 0;
+    while bound.claimed() == 0 && tries < 5000 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        tries += 1;
+    }
+    // Everything past the first reply is abandoned: the rest of its window drains.
+    let eff = bound.lower(bound.claimed());
+    let out = task.await.unwrap();
+    assert!(matches!(out, FetchOutcome::Shrunk), "{out:?}");
+    tokio::time::timeout(LIMIT, scheme.prepare(&ep))
+        .await
+        .expect("prepared in time")
+        .expect("prepared");
+    let (_, second) = request(2, ByteRange::new(eff, eff + 32 * 1024));
+    let out = run(&scheme, second).await;
+    assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
+    // The second fetch's bytes came before the first one's abandoned reads had all drained:
+    // wait (bounded) for a waste event of the first after the second's first bytes.
+    let drained_after = || {
+        let l = log.lock().unwrap();
+        let second_bytes = l
+            .iter()
+            .position(|(tag, k)| *tag == 2 && matches!(k, FetchEventKind::Bytes { .. }));
+        second_bytes.is_some_and(|i| {
+            l[i..]
+                .iter()
+                .any(|(tag, k)| *tag == 1 && matches!(k, FetchEventKind::Waste { .. }))
+        })
+    };
+    let mut tries = 0;
+    while !drained_after() && tries < 300 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        tries += 1;
+    }
+    assert!(drained_after(), "{:?}", log.lock().unwrap());
+}
