@@ -36,6 +36,18 @@ fn trusting(origin: &OriginHandle, dir: &std::path::Path) -> SftpOptions {
     }
 }
 
+/// [`trusting`], with a fixed window of four 32 KiB reads: a shrink leaves a known few in flight.
+fn four_reads_of_32k(origin: &OriginHandle, dir: &std::path::Path) -> SftpOptions {
+    SftpOptions {
+        read_size: 32 * 1024,
+        max_read_size: 32 * 1024,
+        window_initial: 4,
+        window_min: 4,
+        window_max: 4,
+        ..trusting(origin, dir)
+    }
+}
+
 fn endpoint(origin: &OriginHandle) -> Endpoint {
     Endpoint::parse(&origin.url_with_password("/data.bin")).unwrap()
 }
@@ -153,14 +165,7 @@ async fn lowering_the_bound_stops_issuing_reads_and_the_session_is_reused() {
     });
     let tmp = temp_dir("shrink");
     let dir = tmp.path();
-    let opts = SftpOptions {
-        read_size: 32 * 1024,
-        max_read_size: 32 * 1024,
-        window_initial: 4,
-        window_min: 4,
-        window_max: 4,
-        ..trusting(&origin, dir)
-    };
+    let opts = four_reads_of_32k(&origin, dir);
     let scheme = SftpScheme::new(opts);
     let ep = endpoint(&origin);
     let p = probe(&scheme, &ep).await;
@@ -565,14 +570,7 @@ async fn a_fetch_is_not_queued_behind_abandoned_reads_while_a_clear_session_is_i
     .await
     .unwrap();
     let tmp = temp_dir("draining");
-    let opts = SftpOptions {
-        read_size: 32 * 1024,
-        max_read_size: 32 * 1024,
-        window_initial: 4,
-        window_min: 4,
-        window_max: 4,
-        ..trusting(&origin, tmp.path())
-    };
+    let opts = four_reads_of_32k(&origin, tmp.path());
     let scheme = Arc::new(SftpScheme::new(opts));
     let ep = endpoint(&origin);
     let p = probe(&scheme, &ep).await;
