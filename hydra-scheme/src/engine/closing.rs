@@ -146,7 +146,7 @@ impl ClosingChecks {
 
     /// Sends the early checks that are due (see the module docs).
     pub(super) fn send_due(&mut self, sched: &Scheduler, sources: &[ProbedSource], now: Duration) {
-        // Nothing unassigned and every live fetch measured.
+        // None while bytes are unassigned or a live fetch's end cannot be projected.
         let Some(end) = sched.projected_end(now) else {
             return;
         };
