@@ -2335,7 +2335,14 @@ impl Scheduler {
             return;
         };
         let divergence = f_v - (t + tk.eta);
-        let t_rem = before - t;
+        // The time left, for the deadband: as projected now, or, when that is unbounded (a
+        // fetch delivering nothing), as projected after the move. An unbounded deadband would
+        // hold back the one move that bounds it, until the stall timeout.
+        let t_rem = if (before - t).is_finite() {
+            before - t
+        } else {
+            after - t
+        };
         let mut theta = (tk.delta * t_rem / n_active).sqrt();
         if policy.floor_deadband {
             theta = theta.max(tk.delta);

@@ -1002,3 +1002,22 @@ fn a_fetch_left_alone_on_a_link_it_shared_is_projected_to_end_at_the_link_s_rate
         );
     }
 }
+
+#[test]
+fn a_fetch_that_stops_delivering_is_moved_to_an_idle_connection_before_its_stall_timeout() {
+    // Mirrors of 6 and 3 MB/s, one connection each (the count is fixed: no trial); at 1 s
+    // the 3 MB/s one stops delivering without failing. Its fetch's projected end, and so the
+    // transfer's, is then unbounded: a deadband computed from an unbounded time left was
+    // unbounded too, no repair passed it, and the fetch waited out the 10 s stall timeout.
+    let mut stuck = mirror(3.0, 30);
+    stuck.collapse = Some((Duration::from_secs(1), 0.0));
+    let cfg = Config {
+        concurrency: hydra_core::Concurrency::Fixed(1),
+        ..per_host(4)
+    };
+    let r = run(27_000_000, &[mirror(6.0, 20), stuck], cfg, None);
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    assert!(r.repairs >= 1, "{r:?}");
+    // The oracle: 9 MB/s until 1 s, then 6 MB/s for the remaining 18 MB, 4 s in all.
+    assert!(r.end < Duration::from_millis(4_500), "{r:?}");
+}
