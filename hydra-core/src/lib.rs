@@ -70,7 +70,8 @@
 //!   the victim restarted on a new connection, minimises the projected makespan. The moved
 //!   amount `x` equalises the two finishes: `(left − x)/r_v = eta + δ + x/r_t`. It executes only
 //!   if the divergence exceeds the deadband `θ = max(√(δ·T_rem/n), δ) + preempt_cost_rtt·RTT`
-//!   and the projected makespan — a max, not a sum, and no sooner on either side of the move
+//!   (`T_rem` the time left as projected now, or after the move when a victim delivering
+//!   nothing makes it unbounded) and the projected makespan — a max, not a sum, and no sooner on either side of the move
 //!   than the unassigned bytes are taken by the fetches ending first — improves by more than
 //!   `δ + preempt`;
 //!   any unmeasured (NaN) quantity refuses. Victim and taker must be warm and settled
