@@ -387,8 +387,9 @@ async fn no_check_is_sent_before_the_transfer_s_end_can_be_projected() {
     out.expect("the object never changed");
     let checks = s.checks.lock().unwrap().clone();
     assert!(!checks.is_empty());
-    // A 100 ms rate window is ten chunks.
+    // Not one was asked at the first bytes (an unmeasured fetch's end once counted as "now"):
+    // the first 100 ms rate window holds ten 10 ms chunks, at least two on a slow machine.
     for &(due, _) in &checks {
-        assert!(due <= SIZE - 10 * CHUNK, "{checks:?}");
+        assert!(due <= SIZE - 2 * CHUNK, "{checks:?}");
     }
 }
