@@ -883,22 +883,16 @@ impl Scheduler {
         let now = self.now.max(now);
         let mut end = now.as_secs_f64();
         for (i, slot) in self.slots.iter().enumerate() {
-            let at = match &slot.fetch {
-                Some(f) if f.cancelled => continue,
-                // Delivering, its first rate window still open: at its source's rate.
-                Some(f) if f.first_byte_at.is_some() && f.detector.windows() == 0 => {
-                    now.as_secs_f64() + f.left() as f64 / self.conn_rate(slot.source.0 as usize)
-                }
-                Some(_) => self.finish_time_as(i, now, true),
-                None => continue,
-            };
+            if slot.fetch.as_ref().is_none_or(|f| f.cancelled) {
+                continue;
+            }
+            let at = self.finish_time_as(i, now, true);
             if !at.is_finite() {
                 return None;
             }
             end = end.max(at);
         }
-        let end = end - now.as_secs_f64();
-        (end.is_finite() && end >= 0.0).then(|| Duration::from_secs_f64(end))
+        Some(Duration::from_secs_f64(end - now.as_secs_f64()))
     }
     /// The measured setup cost of a request on a new connection to `source`.
     pub fn setup_cost(&self, source: SourceId) -> Option<Duration> {
@@ -2039,11 +2033,12 @@ impl Scheduler {
         self.finish_time_as(slot, now, false)
     }
 
-    /// [`Self::finish_time`], and with `alone`, a fetch [left alone](Self::left_alone) on its
-    /// bottleneck finishes at the pair's rate. Repairs do not count on that: over the 18 moments
-    /// of a mirror's collapse in `hydra-core/tests/search.rs` the transfers came out 1.020x
-    /// the oracle on average without it, 1.026x with it.
-    fn finish_time_as(&self, slot: usize, now: Duration, alone: bool) -> f64 {
+    /// [`Self::finish_time`], and with `end`, as [`Self::projected_end`] projects it: a fetch
+    /// still in its first rate window at its source's connection rate, and one
+    /// [left alone](Self::left_alone) on its bottleneck at the pair's rate. Repairs do not count
+    /// on the latter: over the 18 moments of a mirror's collapse in `hydra-core/tests/search.rs`
+    /// the transfers came out 1.020x the oracle on average without it, 1.026x with it.
+    fn finish_time_as(&self, slot: usize, now: Duration, end: bool) -> f64 {
         let s = &self.slots[slot];
         let Some(f) = &s.fetch else {
             return f64::NAN;
@@ -2064,9 +2059,10 @@ impl Scheduler {
                     t
                 } else if let Some((l, r)) = self.shared_group(s.source.0 as usize) {
                     t + l / r
-                } else if let Some((l, r)) = alone
-                    .then(|| self.left_alone(s.source.0 as usize))
-                    .flatten()
+                } else if end && f.detector.windows() == 0 {
+                    t + left / self.conn_rate(s.source.0 as usize)
+                } else if let Some((l, r)) =
+                    end.then(|| self.left_alone(s.source.0 as usize)).flatten()
                 {
                     t + l / r
                 } else if r > 0.0 && f.detector.windows() > 0 {
