@@ -50,6 +50,9 @@ enum When {
     /// Every check takes `SLOW_CHECK` to answer, most of a fetch's `SETUP`; the object never
     /// changes.
     ChecksTakeMostOfASetup,
+    /// Sessions are pooled: a spare session takes `SETUP` to open, a check takes `CHECK` on
+    /// an idle session or dials one first (`SETUP`); the object never changes.
+    SessionsTakeASetup,
 }
 
 struct Paced {
@@ -65,6 +68,9 @@ struct Paced {
     sent: Notify,
     /// Sessions prepared, and how many of them before the last byte was sent.
     prepared: AtomicUsize,
+    /// Under [`When::SessionsTakeASetup`]: idle sessions, and sessions checks dialed.
+    idle: AtomicUsize,
+    dialed_by_checks: AtomicUsize,
     prepared_before_last_byte: AtomicUsize,
     /// Bytes written so far.
     written: AtomicU64,
@@ -85,6 +91,8 @@ impl Paced {
             all_sent: AtomicBool::new(false),
             sent: Notify::new(),
             prepared: AtomicUsize::new(0),
+            idle: AtomicUsize::new(0),
+            dialed_by_checks: AtomicUsize::new(0),
             prepared_before_last_byte: AtomicUsize::new(0),
             written: AtomicU64::new(0),
             checks: Mutex::new(Vec::new()),
@@ -109,6 +117,10 @@ impl Scheme for Paced {
         if !self.all_sent.load(Ordering::SeqCst) {
             self.prepared_before_last_byte
                 .fetch_add(1, Ordering::SeqCst);
+        }
+        if matches!(self.when, When::SessionsTakeASetup) {
+            tokio::time::sleep(SETUP).await;
+            self.idle.fetch_add(1, Ordering::SeqCst);
         }
         Ok(())
     }
@@ -148,6 +160,17 @@ impl Scheme for Paced {
         }
         if !first && matches!(self.when, When::ChecksTakeMostOfASetup) {
             tokio::time::sleep(SLOW_CHECK).await;
+        }
+        if !first && matches!(self.when, When::SessionsTakeASetup) {
+            let took = self
+                .idle
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+            if took.is_err() {
+                self.dialed_by_checks.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(SETUP).await;
+            }
+            tokio::time::sleep(CHECK).await;
+            self.idle.fetch_add(1, Ordering::SeqCst);
         }
         if !first {
             let after = self.all_sent.load(Ordering::SeqCst);
@@ -392,4 +415,23 @@ async fn no_check_is_sent_before_the_transfer_s_end_can_be_projected() {
     for &(due, _) in &checks {
         assert!(due <= SIZE - 2 * CHUNK, "{checks:?}");
     }
+}
+
+#[tokio::test]
+async fn an_early_check_waits_for_the_spare_session_being_opened_rather_than_dialing_its_own() {
+    // The whole 256 KB take 625 ms after the fetch's setup: at the first projection the end
+    // is within two setups already, so the spare session and the first check are due at
+    // once. The spare opening is a setup ahead of any session the check could dial itself.
+    let s = Paced::new(When::SessionsTakeASetup);
+    let (out, sink) = transfer(s.clone()).await;
+    out.expect("the object never changed");
+    assert!(sink.contents().iter().all(|&b| b == 1));
+    assert_eq!(s.prepared.load(Ordering::SeqCst), 1);
+    let checks = s.checks.lock().unwrap().clone();
+    assert!(!checks.is_empty());
+    assert_eq!(
+        s.dialed_by_checks.load(Ordering::SeqCst),
+        0,
+        "a check dialed a session beside the spare: {checks:?}"
+    );
 }

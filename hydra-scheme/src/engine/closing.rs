@@ -26,7 +26,9 @@
 //!   ([`Scheme::prepare`](crate::Scheme::prepare)) when the projected end is within
 //!   [`SPARE`] setup costs: its checks would otherwise dial a session of their own after the
 //!   transfer's last session is busy to the end (an FTP login, an SSH handshake), and the
-//!   first would time that dial rather than the check.
+//!   first would time that dial rather than the check. An early check sent while the spare is
+//!   still opening waits for it rather than dialing a session of its own (which could not be
+//!   ready sooner), and its round trip is timed from when it is asked.
 //! * A check *stands* only if its answer arrived no earlier than the engine saw the source's
 //!   last byte. The server answered it after sending every byte that arrived before the answer
 //!   did (one path, answers not reordered behind later bytes), so every byte from that source
@@ -46,6 +48,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hydra_core::{Scheduler, SourceId};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::{changed, EngineError, ProbedSource};
@@ -85,8 +88,9 @@ pub(super) struct ClosingChecks {
     /// Per source: fetches that ended without failing or being cancelled (their sessions went
     /// back to the pool).
     returned: Vec<u32>,
-    /// Per source: the spare session being opened for its check, once asked for.
-    spare: Vec<Option<JoinHandle<()>>>,
+    /// Per source: the spare session being opened for its check, once asked for, and a
+    /// receiver that turns `true` (or errs, if the opening was aborted) when it is done.
+    spare: Vec<Option<(JoinHandle<()>, watch::Receiver<bool>)>>,
     /// Per source: the quickest round trip of a check answered without error, in nanoseconds
     /// (0: none yet). Written by the checks themselves.
     answered_in: Vec<Arc<AtomicU64>>,
@@ -177,10 +181,13 @@ impl ClosingChecks {
                     "spare session for the closing check"
                 );
                 let (input, limit) = (s.input.clone(), self.limit);
-                self.spare[i] = Some(tokio::spawn(async move {
+                let (opened, opening) = watch::channel(false);
+                let task = tokio::spawn(async move {
                     let _ =
                         tokio::time::timeout(limit, input.scheme.prepare(&input.endpoint)).await;
-                }));
+                    let _ = opened.send(true);
+                });
+                self.spare[i] = Some((task, opening));
             }
             let quickest = self.answered_in[i].load(Ordering::Relaxed);
             let (cost, due) = if quickest > 0 {
@@ -199,7 +206,8 @@ impl ClosingChecks {
                     cost,
                     "early closing check"
                 );
-                let h = self.spawn(s, i);
+                let spare = self.spare[i].as_ref().map(|(_, opening)| opening.clone());
+                let h = self.spawn(s, i, spare);
                 self.sent[i].push(h);
             }
         }
@@ -251,7 +259,7 @@ impl ClosingChecks {
             } else if timed_out {
                 tracing::warn!(source = %s.input.endpoint, "re-checking the object at the end timed out");
             } else {
-                pending.push((i, vec![self.spawn(s, i)], true));
+                pending.push((i, vec![self.spawn(s, i, None)], true));
             }
         }
         for (i, mut handles, mut asked_now) in pending {
@@ -273,7 +281,7 @@ impl ClosingChecks {
                         break answer;
                     }
                     asked_now = true;
-                    handles.push(self.spawn(s, i));
+                    handles.push(self.spawn(s, i, None));
                 }
             };
             handles.iter().for_each(JoinHandle::abort);
@@ -291,12 +299,22 @@ impl ClosingChecks {
         Ok(())
     }
 
-    /// Asks source `i` (`s`) again; a good answer records its round trip in `answered_in`.
-    fn spawn(&self, s: &ProbedSource, i: usize) -> JoinHandle<Answer> {
+    /// Asks source `i` (`s`) again, once `spare` (the spare session being opened for it, if
+    /// any) is done; a good answer records its round trip in `answered_in`.
+    fn spawn(
+        &self,
+        s: &ProbedSource,
+        i: usize,
+        spare: Option<watch::Receiver<bool>>,
+    ) -> JoinHandle<Answer> {
         let s = s.clone();
         let limit = self.limit;
         let answered_in = self.answered_in[i].clone();
         tokio::spawn(async move {
+            if let Some(mut opening) = spare {
+                // Bounded by the opening's own deadline; an aborted opening ends the wait.
+                let _ = opening.wait_for(|&done| done).await;
+            }
             let asked = Instant::now();
             let again = tokio::time::timeout(limit, s.input.scheme.probe(&s.input.endpoint))
                 .await
@@ -329,6 +347,9 @@ fn unchanged(s: &ProbedSource, now: &Probe) -> Result<(), EngineError> {
 impl Drop for ClosingChecks {
     fn drop(&mut self) {
         self.sent.iter().flatten().for_each(JoinHandle::abort);
-        self.spare.iter().flatten().for_each(JoinHandle::abort);
+        self.spare
+            .iter()
+            .flatten()
+            .for_each(|(task, _)| task.abort());
     }
 }
