@@ -28,8 +28,8 @@ fn scheme() -> Arc<dyn Scheme> {
     )
 }
 
-fn engine(concurrency: Concurrency) -> Engine {
-    Engine::new(EngineOptions {
+fn options(concurrency: Concurrency) -> EngineOptions {
+    EngineOptions {
         config: Config {
             concurrency,
             stall_timeout: Duration::from_secs(3),
@@ -38,7 +38,11 @@ fn engine(concurrency: Concurrency) -> Engine {
             ..Config::default()
         },
         ..EngineOptions::default()
-    })
+    }
+}
+
+fn engine(concurrency: Concurrency) -> Engine {
+    Engine::new(options(concurrency))
 }
 
 async fn origin(size: u64, mis: Misbehaviour) -> Origin {
@@ -318,12 +322,22 @@ async fn a_lone_source_s_primed_probe_continues_as_the_first_fetch_in_one_reques
         .expect("transfer");
     assert_eq!(bytes, object_bytes(7, ByteRange::new(0, size)));
     assert_eq!(report.requests, 1, "{report:?}");
-    // The probe's response was the fetch; the only other request is the engine's closing
-    // revalidation (`bytes=0-0`), on the same connection.
-    assert_eq!(o.requests_served(), 2);
-    assert_eq!(o.connections_accepted(), 1);
-    assert_eq!(o.bytes_served(), size + 1);
+    // The probe's response was the fetch: every other request the origin served is a closing
+    // revalidation (`bytes=0-0`, one byte). How many of those there are depends on how fast
+    // the body arrived (an early check answered before the last byte is asked again).
+    let checks = o.requests_served() - 1;
+    assert_eq!(o.bytes_served(), size + checks, "{checks} checks");
+    assert!((1..=CLOSING_CHECKS_AT_MOST).contains(&checks), "{checks}");
+    // At most the fetch's connection and a spare opened for the checks.
+    assert!(
+        o.connections_accepted() <= 2,
+        "{}",
+        o.connections_accepted()
+    );
 }
+
+/// Early closing checks per source at most, and the one at the end.
+const CLOSING_CHECKS_AT_MOST: u64 = 4 + 1;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_priming_the_same_transfer_costs_a_probe_request() {
@@ -331,13 +345,15 @@ async fn without_priming_the_same_transfer_costs_a_probe_request() {
     let o = origin(size, Misbehaviour::default()).await;
     let e = Engine::new(EngineOptions {
         prime_first_probe: false,
-        ..EngineOptions::default()
+        ..options(Concurrency::Fixed(1))
     });
-    let (bytes, _) = transfer(&e, &[&o]).await.expect("transfer");
+    let (bytes, report) = transfer(&e, &[&o]).await.expect("transfer");
     assert_eq!(bytes, object_bytes(7, ByteRange::new(0, size)));
-    // Probe, fetch, closing revalidation.
-    assert_eq!(o.requests_served(), 3);
-    assert_eq!(o.bytes_served(), size + 2);
+    assert_eq!(report.requests, 1, "{report:?}");
+    // Probe and fetch (the probe's `bytes=0-0` and the body), then closing revalidations.
+    let checks = o.requests_served() - 2;
+    assert_eq!(o.bytes_served(), size + 1 + checks, "{checks} checks");
+    assert!((1..=CLOSING_CHECKS_AT_MOST).contains(&checks), "{checks}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
