@@ -204,6 +204,7 @@ impl ClosingChecks {
                     k,
                     projected_end = end,
                     cost,
+                    due,
                     "early closing check"
                 );
                 let spare = self.spare[i].as_ref().map(|(_, opening)| opening.clone());
@@ -235,6 +236,14 @@ impl ClosingChecks {
                     continue;
                 }
                 let Ok((at, answer)) = h.await else { continue };
+                if let Some(b) = self.last_byte[i] {
+                    tracing::debug!(
+                        source = i,
+                        after_last_byte = ?at.checked_duration_since(b),
+                        before_last_byte = ?b.checked_duration_since(at),
+                        "early closing check answered"
+                    );
+                }
                 match answer {
                     Some(Ok(p)) => {
                         unchanged(s, &p)?;
