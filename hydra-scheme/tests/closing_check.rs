@@ -28,6 +28,8 @@ const SETUP: Duration = Duration::from_millis(300);
 const LATE: Duration = Duration::from_millis(100);
 /// How long a check takes under [`When::ChecksTakeCheck`].
 const CHECK: Duration = Duration::from_millis(60);
+/// How long a fetch stays open after its last byte under [`When::EndTakesARoundTrip`].
+const TAIL: Duration = Duration::from_millis(400);
 /// How long a check takes under [`When::ChecksTakeMostOfASetup`]: 80 % of `SETUP`.
 const SLOW_CHECK: Duration = Duration::from_millis(240);
 
@@ -50,6 +52,9 @@ enum When {
     /// Every check takes `SLOW_CHECK` to answer, most of a fetch's `SETUP`; the object never
     /// changes.
     ChecksTakeMostOfASetup,
+    /// Every check takes `CHECK` to answer, and a fetch ends `TAIL` after its last byte (an
+    /// FTP transfer waits for its `226`); the object never changes.
+    EndTakesARoundTrip,
     /// Sessions are pooled: a spare session takes `SETUP` to open, a check takes `CHECK` on
     /// an idle session or dials one first (`SETUP`); the object never changes.
     SessionsTakeASetup,
@@ -155,7 +160,7 @@ impl Scheme for Paced {
         {
             std::future::pending::<()>().await;
         }
-        if !first && matches!(self.when, When::ChecksTakeCheck) {
+        if !first && matches!(self.when, When::ChecksTakeCheck | When::EndTakesARoundTrip) {
             tokio::time::sleep(CHECK).await;
         }
         if !first && matches!(self.when, When::ChecksTakeMostOfASetup) {
@@ -218,6 +223,9 @@ impl Scheme for Paced {
                 _ = w.exhausted() => break,
                 _ = tokio::time::sleep(GAP) => {}
             }
+        }
+        if matches!(self.when, When::EndTakesARoundTrip) {
+            tokio::time::sleep(TAIL).await;
         }
         w.outcome_at_bound()
     }
@@ -433,5 +441,24 @@ async fn an_early_check_waits_for_the_spare_session_being_opened_rather_than_dia
         s.dialed_by_checks.load(Ordering::SeqCst),
         0,
         "a check dialed a session beside the spare: {checks:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_check_that_stands_while_the_last_fetch_is_still_open_is_not_followed_by_another() {
+    // The check aimed by its 60 ms round trip lands just after the last byte; the fetch stays
+    // open 400 ms longer with nothing left to deliver, and the engine looks at its checks
+    // again meanwhile (every 200 ms at least). That check stands: none is asked after the
+    // last byte (two were, one of them then aborted as the transfer ended).
+    let s = Paced::new(When::EndTakesARoundTrip);
+    let (out, sink) = transfer(s.clone()).await;
+    out.expect("the object never changed");
+    assert!(sink.contents().iter().all(|&b| b == 1));
+    let checks = s.checks.lock().unwrap().clone();
+    assert!(checks.iter().any(|&(_, after)| after), "{checks:?}");
+    assert_eq!(
+        s.asked_after_last_byte.load(Ordering::SeqCst),
+        0,
+        "{checks:?}"
     );
 }

@@ -33,6 +33,8 @@
 //!   last byte. The server answered it after sending every byte that arrived before the answer
 //!   did (one path, answers not reordered behind later bytes), so every byte from that source
 //!   was read before the look. A check still in flight when the transfer ends will stand.
+//!   Once no byte is due, one answered after the last byte stands, and no other is sent
+//!   while the last fetch is still open (an FTP transfer waiting for its `226`).
 //! * At the end, a source with no standing answer takes the first good answer of its early
 //!   checks still in flight, or is asked then.
 //! * Any check that sees a changed object fails the transfer, whether or not it stands.
@@ -44,7 +46,7 @@
 //! timed out is not asked again at the end.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use hydra_core::{Scheduler, SourceId};
@@ -94,6 +96,9 @@ pub(super) struct ClosingChecks {
     /// Per source: the quickest round trip of a check answered without error, in nanoseconds
     /// (0: none yet). Written by the checks themselves.
     answered_in: Vec<Arc<AtomicU64>>,
+    /// Per source: when its latest check answered without error was answered. Written by the
+    /// checks themselves.
+    answered_at: Vec<Arc<Mutex<Option<Instant>>>>,
     /// Deadline of one check.
     limit: Duration,
 }
@@ -105,6 +110,7 @@ impl ClosingChecks {
             stalled: vec![false; sources],
             sent: (0..sources).map(|_| Vec::new()).collect(),
             answered_in: (0..sources).map(|_| Arc::default()).collect(),
+            answered_at: (0..sources).map(|_| Arc::default()).collect(),
             returned: vec![0; sources],
             spare: (0..sources).map(|_| None).collect(),
             limit,
@@ -117,6 +123,7 @@ impl ClosingChecks {
         self.stalled.push(false);
         self.sent.push(Vec::new());
         self.answered_in.push(Arc::default());
+        self.answered_at.push(Arc::default());
         self.returned.push(0);
         self.spare.push(None);
     }
@@ -158,6 +165,12 @@ impl ClosingChecks {
         for (i, s) in sources.iter().enumerate() {
             let k = self.sent[i].len();
             if k >= MAX_EARLY || !self.wanted(sched, i) {
+                continue;
+            }
+            // With every byte in, an answer given after the source's last byte stands, and
+            // another check would only be aborted. The last fetch can still be open then (an
+            // FTP transfer waiting for its `226`).
+            if end <= 0.0 && self.answered_after_last_byte(i) {
                 continue;
             }
             let setup = sched
@@ -308,8 +321,17 @@ impl ClosingChecks {
         Ok(())
     }
 
+    /// Whether a check of source `i` was answered without error after its last byte so far.
+    fn answered_after_last_byte(&self, i: usize) -> bool {
+        let at = *self.answered_at[i]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        at.is_some_and(|at| self.last_byte[i].is_none_or(|b| at >= b))
+    }
+
     /// Asks source `i` (`s`) again, once `spare` (the spare session being opened for it, if
-    /// any) is done; a good answer records its round trip in `answered_in`.
+    /// any) is done; a good answer records its round trip in `answered_in` and when it came
+    /// in `answered_at`.
     fn spawn(
         &self,
         s: &ProbedSource,
@@ -319,6 +341,7 @@ impl ClosingChecks {
         let s = s.clone();
         let limit = self.limit;
         let answered_in = self.answered_in[i].clone();
+        let answered_at = self.answered_at[i].clone();
         tokio::spawn(async move {
             if let Some(mut opening) = spare {
                 // Bounded by the opening's own deadline; an aborted opening ends the wait.
@@ -336,6 +359,8 @@ impl ClosingChecks {
                 let _ = answered_in.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |known| {
                     (known == 0 || took < known).then_some(took)
                 });
+                let mut latest = answered_at.lock().unwrap_or_else(PoisonError::into_inner);
+                *latest = (*latest).max(Some(at));
             }
             (at, again)
         })
