@@ -437,7 +437,9 @@ fn join(v: &[(String, String)]) -> String {
 }
 
 enum Msg {
-    Event(FetchEvent),
+    /// An event, and when the fetch reported it (the bytes of a `Bytes` event had been read
+    /// and written then; the engine may see it later).
+    Event(FetchEvent, Instant),
     Done(FetchId, FetchOutcome),
 }
 
@@ -707,7 +709,7 @@ impl Engine {
             // Inputs that arrived, in the order they were sent.
             while let Some(msg) = pending.take().or_else(|| rx.try_recv().ok()) {
                 match msg {
-                    Msg::Event(e) => match e.kind {
+                    Msg::Event(e, at) => match e.kind {
                         FetchEventKind::Connected { reused } => {
                             if let Some(r) = running.get_mut(&e.fetch) {
                                 r.reused = reused;
@@ -729,7 +731,7 @@ impl Engine {
                         }
                         FetchEventKind::Bytes { offset, len } => {
                             if let Some(r) = running.get(&e.fetch) {
-                                checks.on_bytes(r.source);
+                                checks.on_bytes(r.source, at);
                             }
                             sched.on_data(e.fetch, offset, len, now)
                         }
@@ -812,8 +814,9 @@ impl Engine {
                         // scheduler.
                         let skip = if ranged[src] { 0 } else { range.lo };
                         let observer = Arc::new(move |e: FetchEvent| {
+                            let at = Instant::now();
                             for e in below(skip, e).into_iter().flatten() {
-                                let _ = tx2.send(Msg::Event(e));
+                                let _ = tx2.send(Msg::Event(e, at));
                             }
                         });
                         let (fetch_range, fetch_sink): (ByteRange, Arc<dyn Sink>) = if skip > 0 {

@@ -29,10 +29,14 @@
 //!   first would time that dial rather than the check. An early check sent while the spare is
 //!   still opening waits for it rather than dialing a session of its own (which could not be
 //!   ready sooner), and its round trip is timed from when it is asked.
-//! * A check *stands* only if its answer arrived no earlier than the engine saw the source's
-//!   last byte. The server answered it after sending every byte that arrived before the answer
+//! * A check *stands* only if its answer arrived no earlier than the source's last byte was
+//!   read. The server answered it after sending every byte that arrived before the answer
 //!   did (one path, answers not reordered behind later bytes), so every byte from that source
-//!   was read before the look. A check still in flight when the transfer ends will stand.
+//!   was read before the look. Both moments are taken where the reading happens (the check's
+//!   task, the fetch's report of its bytes), not when the engine sees the report: behind a
+//!   bottleneck queue the answer comes right behind the last bytes, and the engine's delay in
+//!   seeing them decided which came first. A check still in flight when the transfer ends
+//!   will stand.
 //!   Once no byte is due, one answered after the last byte stands, and no other is sent
 //!   while the last fetch is still open (an FTP transfer waiting for its `226`).
 //! * At the end, a source with no standing answer takes the first good answer of its early
@@ -81,7 +85,8 @@ type Answer = (Instant, Option<Result<Probe, SchemeError>>);
 
 /// The closing re-checks of one transfer. Dropping it aborts the checks still in flight.
 pub(super) struct ClosingChecks {
-    /// Per source: when the engine saw its last byte.
+    /// Per source: when its last byte so far was read (reported by its fetch; the engine
+    /// sees the report a little later).
     last_byte: Vec<Option<Instant>>,
     /// Per source: a fetch of it went silent for the stall timeout and no byte came after.
     stalled: Vec<bool>,
@@ -133,9 +138,9 @@ impl ClosingChecks {
         self.returned[source] += 1;
     }
 
-    /// Records that a byte of `source` reached the engine now.
-    pub(super) fn on_bytes(&mut self, source: usize) {
-        self.last_byte[source] = Some(Instant::now());
+    /// Records that bytes of `source` were read at `at`.
+    pub(super) fn on_bytes(&mut self, source: usize, at: Instant) {
+        self.last_byte[source] = self.last_byte[source].max(Some(at));
         self.stalled[source] = false;
     }
 
