@@ -477,6 +477,17 @@ pub enum AbortOrder {
     Unftp226Then426,
 }
 
+/// Whether a [`Scripted`] server's `FEAT` lists `MLST`, and its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MlstReply {
+    /// Not listed; `MLST` is answered `500`.
+    NotListed,
+    /// Listed, and answered with the object's `size` and `modify` facts.
+    Facts,
+    /// Listed, yet answered `500`.
+    Refused,
+}
+
 /// What a [`Scripted`] server does.
 #[derive(Debug, Clone)]
 pub struct Script {
@@ -497,6 +508,8 @@ pub struct Script {
     pub login: Option<(String, String)>,
     /// Answer `EPSV` with `502` (a server without EPSV).
     pub no_epsv: bool,
+    /// Whether `FEAT` lists `MLST`, and how it is answered.
+    pub mlst: MlstReply,
     /// How long a failed data connection waits before its `426` is sent. An `ABOR` that
     /// arrives meanwhile is answered as if the transfer were still running, so the reply
     /// order under test does not depend on which of the client's two packets (ABOR, then
@@ -516,6 +529,7 @@ impl Script {
             truncate_after: None,
             login: None,
             no_epsv: false,
+            mlst: MlstReply::NotListed,
             data_failure_grace: Duration::from_millis(200),
         }
     }
@@ -650,7 +664,16 @@ async fn serve(
             _ if !logged_in => "530 Please login".into(),
             "TYPE" => "200 type set".into(),
             "NOOP" => "200 ok".into(),
-            "FEAT" => "211-Features\r\n REST STREAM\r\n SIZE\r\n MDTM\r\n EPSV\r\n211 End".into(),
+            "FEAT" if script.mlst == MlstReply::NotListed => {
+                "211-Features\r\n REST STREAM\r\n SIZE\r\n MDTM\r\n EPSV\r\n211 End".into()
+            }
+            "FEAT" => "211-Features\r\n REST STREAM\r\n SIZE\r\n MDTM\r\n MLST size*;modify*;\r\n EPSV\r\n211 End".into(),
+            "MLST" if script.mlst == MlstReply::Facts && arg == OBJECT => format!(
+                "250-Listing {OBJECT}\r\n type=file;size={};modify=20240101000000.5; {OBJECT}\r\n250 End",
+                script.size
+            ),
+            "MLST" if arg != OBJECT && script.mlst == MlstReply::Facts => "550 No such file".into(),
+            "MLST" => "500 MLST not understood".into(),
             "SIZE" if arg == OBJECT => format!("213 {}", script.size),
             "MDTM" if arg == OBJECT => "213 20240101000000".into(),
             "SIZE" | "MDTM" | "RETR" if arg != OBJECT => "550 No such file".into(),

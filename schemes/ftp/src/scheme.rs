@@ -1,6 +1,6 @@
 //! [`FtpScheme`]: ranged reads with `REST` + `RETR` on suppaftp's tokio client.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -36,7 +36,10 @@ pub const FRESH_CHECK: Duration = Duration::from_secs(1);
 /// The FTP scheme: serves `ftp` and `ftps` (explicit, `AUTH TLS`).
 ///
 /// * Probe: login (anonymous unless the URL or endpoint carries credentials), `TYPE I`,
-///   `FEAT` (is `REST` there?), `SIZE`, `MDTM`. The validator is `MDTM`, reported as
+///   `FEAT` (is `REST` there? `MLST`?), then the file's facts: one `MLST` where `FEAT`
+///   listed it (its `size` and `modify`), else `SIZE` and `MDTM`; every later look at the
+///   file on a session of that host is the same. The validator is the modification time
+///   (`MDTM`, or `modify` written as `MDTM` writes it), reported as
 ///   [`Validator::Weak`]: whole seconds, set by whoever wrote the file, so it cannot prove two
 ///   copies identical — only notice most replacements.
 /// * Fetch: `REST lo` (an explicit `REST 0` from byte 0) + `RETR`, reading at most
@@ -44,7 +47,7 @@ pub const FRESH_CHECK: Duration = Duration::from_secs(1);
 ///   that ends before the end of the file is stopped with [`FtpOptions::stop`]; the session
 ///   then goes back to the pool with no reply owed.
 /// * Before `RETR`, a session that has not checked within [`FtpOptions::revalidate_after`]
-///   re-reads `SIZE` and `MDTM`: a file that changed is [`ErrorKind::ObjectChanged`]. A check
+///   re-reads the facts: a file that changed is [`ErrorKind::ObjectChanged`]. A check
 ///   younger than [`FRESH_CHECK`] with no transfer since counts: the probe's, or the one a
 ///   session opened ahead ([`Scheme::prepare`]) read after its login, compared with the probe
 ///   by the fetch that takes it. That fetch reports itself as continuing an exchange
@@ -62,12 +65,13 @@ pub struct FtpScheme {
     dialled: AtomicU64,
     reused: AtomicU64,
     stops: Mutex<Vec<StopRecord>>,
-    /// Hosts a probe found offering `REST`. A transfer already takes its probe's answer for
-    /// every session, so a later probe (the engine's closing re-check) on a session that never
-    /// asked takes it too and is two commands (`SIZE`, `MDTM`), as on one that did. A host
-    /// found without `REST` is asked again: an answer that wrongly says unranged costs a
-    /// whole stream from byte 0.
-    rest: Mutex<BTreeSet<HostKey>>,
+    /// Hosts a probe found offering `REST`, and whether their `FEAT` listed `MLST`. A transfer
+    /// already takes its probe's answer for every session, so a later probe (the engine's
+    /// closing re-check) or check before `RETR` on a session that never asked takes it too:
+    /// one `MLST`, or `SIZE` and `MDTM`, as on the session that asked. A host found without
+    /// `REST` is asked again: an answer that wrongly says unranged costs a whole stream from
+    /// byte 0.
+    rest: Mutex<BTreeMap<HostKey, bool>>,
 }
 
 /// One early stop: how, and the reply codes consumed in arrival order.
@@ -102,7 +106,7 @@ impl FtpScheme {
             dialled: AtomicU64::new(0),
             reused: AtomicU64::new(0),
             stops: Mutex::new(Vec::new()),
-            rest: Mutex::new(BTreeSet::new()),
+            rest: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -126,8 +130,19 @@ impl FtpScheme {
         self.stops.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn lock_rest(&self) -> MutexGuard<'_, BTreeSet<HostKey>> {
+    fn lock_rest(&self) -> MutexGuard<'_, BTreeMap<HostKey, bool>> {
         self.rest.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Gives a session that never asked `FEAT` what a probe of its host found: `REST`, and
+    /// whether `MLST` is listed.
+    fn recall(&self, s: &mut Session) {
+        if s.rest.is_none() {
+            if let Some(&mlst) = self.lock_rest().get(&s.key) {
+                s.rest = Some(true);
+                s.mlst = Some(mlst);
+            }
+        }
     }
 
     fn key(&self, ep: &Endpoint) -> Result<HostKey, ErrorKind> {
@@ -239,12 +254,10 @@ impl FtpScheme {
         connect: Duration,
     ) -> Result<Probe, ErrorKind> {
         let rt = self.options.reply_timeout;
-        if s.rest.is_none() && self.lock_rest().contains(&s.key) {
-            s.rest = Some(true);
-        }
+        self.recall(s);
         let ranged = s.supports_rest(rt).await?;
         if ranged {
-            self.lock_rest().insert(s.key.clone());
+            self.lock_rest().insert(s.key.clone(), s.mlst == Some(true));
         }
         let facts = s.facts(path, rt).await?;
         s.validated = Some(Instant::now());
@@ -279,6 +292,7 @@ impl FtpScheme {
             && s.validated
                 .is_none_or(|t| t.elapsed() >= self.options.revalidate_after);
         if due {
+            self.recall(s);
             let f = s.facts(path, rt).await?;
             check_same(expect, &f)?;
             s.validated = Some(Instant::now());
@@ -579,6 +593,7 @@ impl Scheme for FtpScheme {
             return Ok(());
         };
         let mut s = self.open(endpoint, key, permit).await.map_err(err)?;
+        self.recall(&mut s);
         match s.facts(&path, self.options.reply_timeout).await {
             Ok(f) => {
                 s.validated = Some(Instant::now());

@@ -8,6 +8,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use chrono::NaiveDateTime;
+
 use hydra_scheme::{Endpoint, ErrorKind, TimeoutPhase};
 use suppaftp::tokio::{AsyncRustlsConnector, AsyncRustlsFtpStream, TransferStream};
 use suppaftp::types::{FileType, Response};
@@ -53,6 +55,10 @@ pub(crate) struct Session {
     /// What `FEAT` (or a `REST 0`) said about `REST`, once asked: it does not change within a
     /// session, so a closing re-check on a pooled session does not ask again.
     pub rest: Option<bool>,
+    /// Whether `FEAT` listed `MLST` (RFC 3659), once asked: the file's facts are then read
+    /// with one `MLST` rather than `SIZE` and `MDTM`, one round trip instead of two. False
+    /// once an `MLST` answer lacked the size or the modification time, or was refused.
+    pub mlst: Option<bool>,
     /// The server may hold a restart offset from an earlier `REST` on this session (a transfer
     /// stopped early does not consume it on every server: libunftp clears it only after a
     /// completed `RETR`), so a transfer from byte 0 must send `REST 0` first. False on a new
@@ -240,9 +246,43 @@ pub(crate) async fn open(
         check_unused: false,
         read_ahead: None,
         rest: None,
+        mlst: None,
         offset_armed: false,
         _permit: permit,
     })
+}
+
+/// A modification time as `MDTM` writes it (`YYYYMMDDhhmmss`, UTC), and as a time.
+fn stamped(t: NaiveDateTime) -> (String, SystemTime) {
+    let secs = t.and_utc().timestamp();
+    let when = if secs >= 0 {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(secs.unsigned_abs())
+    } else {
+        SystemTime::UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs())
+    };
+    (t.format("%Y%m%d%H%M%S").to_string(), when)
+}
+
+/// The `size` and `modify` facts of an `MLST` entry (`fact=value;…; pathname`, RFC 3659 §7;
+/// fact names in any case, `modify` as `YYYYMMDDHHMMSS[.sss]` UTC, cut to whole seconds), or
+/// `None` when either is missing or malformed.
+pub(crate) fn mlst_facts(entry: &str) -> Option<(u64, NaiveDateTime)> {
+    let facts = entry.trim_start().split_once(' ').map_or(entry, |(f, _)| f);
+    let (mut size, mut modify) = (None, None);
+    for fact in facts.split(';') {
+        let Some((name, value)) = fact.split_once('=') else {
+            continue;
+        };
+        if name.eq_ignore_ascii_case("size") {
+            size = value.parse::<u64>().ok();
+        } else if name.eq_ignore_ascii_case("modify") {
+            let whole = value.split_once('.').map_or(value, |(s, _)| s);
+            modify = (whole.len() == 14)
+                .then(|| NaiveDateTime::parse_from_str(whole, "%Y%m%d%H%M%S").ok())
+                .flatten();
+        }
+    }
+    Some((size?, modify?))
 }
 
 /// Runs `f` under the reply timeout.
@@ -269,8 +309,37 @@ impl Session {
                 .is_some_and(|t| t.elapsed() < crate::FRESH_CHECK)
     }
 
-    /// `SIZE` and `MDTM` of `path`. `SIZE` is required; a refused `MDTM` leaves it unknown.
+    /// The size and modification time of `path`: one `MLST` where `FEAT` listed it (its
+    /// `modify` fact, cut to whole seconds, reads as `MDTM` would), else `SIZE` and `MDTM`.
+    /// An `MLST` that is refused or names no size or no modification time is followed by
+    /// `SIZE` and `MDTM`, and not asked again on this session. The size is required; a refused
+    /// `MDTM` leaves the time unknown.
     pub async fn facts(&mut self, path: &str, after: Duration) -> Result<Facts, ErrorKind> {
+        if self.mlst == Some(true) {
+            let asked = Instant::now();
+            let listed = timed(after, async {
+                match self.ftp.mlst(Some(path)).await {
+                    Ok(line) => Ok(Some(line)),
+                    Err(FtpError::UnexpectedResponse(r)) if r.status.code() >= 500 => Ok(None),
+                    Err(FtpError::BadResponse) => Ok(None),
+                    Err(e) => Err(map_ftp(e)),
+                }
+            })
+            .await?;
+            let rtt = asked.elapsed();
+            if let Some((size, modify)) = listed.as_deref().and_then(mlst_facts) {
+                return Ok(Facts {
+                    size,
+                    size_rtt: rtt,
+                    mdtm: Some(stamped(modify)),
+                });
+            }
+            tracing::debug!(
+                ?listed,
+                "MLST named no size and modification time: SIZE and MDTM on this session"
+            );
+            self.mlst = Some(false);
+        }
         let asked = Instant::now();
         let size = timed(after, async { self.ftp.size(path).await.map_err(map_ftp) }).await?;
         let size_rtt = asked.elapsed();
@@ -282,15 +351,7 @@ impl Session {
             }
         })
         .await?;
-        let mdtm = mdtm.map(|t| {
-            let secs = t.and_utc().timestamp();
-            let when = if secs >= 0 {
-                SystemTime::UNIX_EPOCH + Duration::from_secs(secs.unsigned_abs())
-            } else {
-                SystemTime::UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs())
-            };
-            (t.format("%Y%m%d%H%M%S").to_string(), when)
-        });
+        let mdtm = mdtm.map(stamped);
         Ok(Facts {
             size: size as u64,
             size_rtt,
@@ -318,10 +379,13 @@ impl Session {
             }
         })
         .await?;
-        if let Some(f) = feat {
-            if f.keys().any(|k| k.eq_ignore_ascii_case("REST")) {
-                return Ok(true);
-            }
+        let lists = |name: &str| {
+            feat.as_ref()
+                .is_some_and(|f| f.keys().any(|k| k.eq_ignore_ascii_case(name)))
+        };
+        self.mlst = Some(lists("MLST"));
+        if lists("REST") {
+            return Ok(true);
         }
         self.rest_zero(after).await
     }
@@ -506,5 +570,24 @@ mod tests {
         ));
         let r = Response::new(Status::NotAvailable, b"421 bye\r\n".to_vec());
         assert_eq!(code(&r), 421);
+    }
+
+    #[test]
+    fn an_mlst_entry_gives_its_size_and_its_modification_time_in_whole_seconds() {
+        let (size, modify) =
+            mlst_facts("type=file;Size=123456;MODIFY=20240229235959.123; /a dir/object.bin")
+                .expect("facts");
+        assert_eq!(size, 123_456);
+        assert_eq!(stamped(modify).0, "20240229235959");
+    }
+
+    #[test]
+    fn an_mlst_entry_without_a_size_or_a_valid_modification_time_gives_nothing() {
+        assert!(mlst_facts("type=file;modify=20240101000000; object.bin").is_none());
+        assert!(mlst_facts("type=file;size=10; object.bin").is_none());
+        assert!(mlst_facts("type=file;size=10;modify=2024010100; object.bin").is_none());
+        assert!(mlst_facts("type=file;size=10;modify=20241301000000; object.bin").is_none());
+        assert!(mlst_facts("type=file;size=-1;modify=20240101000000; object.bin").is_none());
+        assert!(mlst_facts("").is_none());
     }
 }

@@ -9,7 +9,9 @@ use hydra_scheme::{
     ByteRange, ConnId, Endpoint, ErrorKind, Failure, FetchEvent, FetchEventKind, FetchId,
     FetchOutcome, FetchRequest, MemorySink, Probe, RangeBound, RangeSet, RangeWriter, Scheme, Sink,
 };
-use hydra_scheme_ftp::origin::{object_bytes, AbortOrder, Origin, OriginConfig, Script, Scripted};
+use hydra_scheme_ftp::origin::{
+    object_bytes, AbortOrder, MlstReply, Origin, OriginConfig, Script, Scripted,
+};
 use hydra_scheme_ftp::{FtpOptions, FtpScheme, Passive, PasvHost, StopMethod};
 
 const LIMIT: Duration = Duration::from_secs(20);
@@ -497,6 +499,95 @@ async fn a_later_probe_on_a_session_that_never_asked_feat_is_two_commands() {
     assert_eq!(
         cmds[login + 1..],
         [
+            format!("SIZE {file}"),
+            format!("MDTM {file}"),
+            format!("SIZE {file}"),
+            format!("MDTM {file}"),
+        ]
+    );
+}
+
+/// The commands after the last login's `TYPE I`.
+fn after_last_login(cmds: &[String]) -> Vec<String> {
+    let login = cmds.iter().rposition(|c| c == "TYPE I").expect("logged in");
+    cmds[login + 1..].to_vec()
+}
+
+#[tokio::test]
+async fn where_feat_lists_mlst_the_file_is_looked_at_with_one_command() {
+    // MLST gives the size and the modification time in one round trip where SIZE and MDTM
+    // take two; a later probe (the closing re-check) on a session that never asked FEAT
+    // uses it too.
+    let srv = Scripted::start(Script {
+        mlst: MlstReply::Facts,
+        ..Script::new(5000, 9)
+    })
+    .await
+    .unwrap();
+    let s = scheme(options());
+    let first = probe(&s, &srv.url()).await;
+    assert_eq!(first.size, 5000);
+    assert!(first.ranged);
+    let file = "object.bin";
+    assert_eq!(
+        after_last_login(&srv.commands()),
+        ["FEAT".to_owned(), format!("MLST {file}")]
+    );
+    bounded(s.prepare(&Endpoint::parse(&srv.url()).unwrap()))
+        .await
+        .expect("prepared");
+    let again = probe(&s, &srv.url()).await;
+    assert!(again.same_object(&first));
+    assert_eq!(s.sessions_dialled(), 2);
+    // The session opened ahead read the facts after its login, and the second probe on it
+    // read them again: one command each.
+    assert_eq!(
+        after_last_login(&srv.commands()),
+        [format!("MLST {file}"), format!("MLST {file}")]
+    );
+}
+
+#[tokio::test]
+async fn mlst_s_modify_fact_is_the_same_validator_as_mdtm() {
+    // The same file through MLST (`modify=20240101000000.5`) and through SIZE and MDTM
+    // (`20240101000000`): one object, so a host whose sessions differ in what they ask
+    // cannot look like a replaced file.
+    let with = Scripted::start(Script {
+        mlst: MlstReply::Facts,
+        ..Script::new(5000, 9)
+    })
+    .await
+    .unwrap();
+    let without = Scripted::start(Script::new(5000, 9)).await.unwrap();
+    let a = probe(&scheme(options()), &with.url()).await;
+    let b = probe(&scheme(options()), &without.url()).await;
+    assert_eq!(a.validator, b.validator);
+    assert_eq!(a.last_modified, b.last_modified);
+    assert!(a.validator.is_some());
+}
+
+#[tokio::test]
+async fn an_mlst_that_is_refused_is_followed_by_size_and_mdtm_and_not_asked_again() {
+    let srv = Scripted::start(Script {
+        mlst: MlstReply::Refused,
+        ..Script::new(5000, 9)
+    })
+    .await
+    .unwrap();
+    let s = scheme(options());
+    let p = probe(&s, &srv.url()).await;
+    assert_eq!(p.size, 5000);
+    assert!(p.validator.is_some());
+    // The same session, pooled, probed again.
+    let again = probe(&s, &srv.url()).await;
+    assert!(again.same_object(&p));
+    assert_eq!(s.sessions_dialled(), 1);
+    let file = "object.bin";
+    assert_eq!(
+        after_last_login(&srv.commands()),
+        [
+            "FEAT".to_owned(),
+            format!("MLST {file}"),
             format!("SIZE {file}"),
             format!("MDTM {file}"),
             format!("SIZE {file}"),
