@@ -283,6 +283,7 @@ impl FtpScheme {
         expect: &Probe,
     ) -> Result<Transfer, ErrorKind> {
         let rt = self.options.reply_timeout;
+        self.recall(s);
         let fresh = s.takes_fresh_check();
         if let Some(f) = s.read_ahead.take() {
             // Read when the session was opened, compared now: a check as of `validated`.
@@ -292,7 +293,6 @@ impl FtpScheme {
             && s.validated
                 .is_none_or(|t| t.elapsed() >= self.options.revalidate_after);
         if due {
-            self.recall(s);
             let f = s.facts(path, rt).await?;
             check_same(expect, &f)?;
             s.validated = Some(Instant::now());
