@@ -292,6 +292,17 @@ async fn transfer_on(
     (out.map(|_| ()), sink)
 }
 
+/// A transfer from a new paced source under `when` that must succeed with every byte the
+/// unchanged version: the source, and its checks as [`Paced::checks`] records them.
+async fn unchanged(when: When) -> (Arc<Paced>, Vec<(u64, bool)>) {
+    let s = Paced::new(when);
+    let (out, sink) = transfer(s.clone()).await;
+    out.expect("the object never changed");
+    assert!(sink.contents().iter().all(|&b| b == 1));
+    let checks = s.checks.lock().unwrap().clone();
+    (s, checks)
+}
+
 /// The transfer succeeded with every byte the unchanged version; the probe and at least one
 /// early check were asked before the last byte, and `after` checks after it.
 fn assert_unchanged_and_asked(
@@ -451,12 +462,8 @@ async fn an_early_check_waits_for_the_spare_session_being_opened_rather_than_dia
     // The whole 256 KB take 625 ms after the fetch's setup: at the first projection the end
     // is within two setups already, so the spare session and the first check are due at
     // once. The spare opening is a setup ahead of any session the check could dial itself.
-    let s = Paced::new(When::SessionsTakeASetup);
-    let (out, sink) = transfer(s.clone()).await;
-    out.expect("the object never changed");
-    assert!(sink.contents().iter().all(|&b| b == 1));
+    let (s, checks) = unchanged(When::SessionsTakeASetup).await;
     assert_eq!(s.prepared.load(Ordering::SeqCst), 1);
-    let checks = s.checks.lock().unwrap().clone();
     assert!(!checks.is_empty());
     assert_eq!(
         s.dialed_by_checks.load(Ordering::SeqCst),
@@ -471,11 +478,7 @@ async fn a_check_that_stands_while_the_last_fetch_is_still_open_is_not_followed_
     // open 400 ms longer with nothing left to deliver, and the engine looks at its checks
     // again meanwhile (every 200 ms at least). That check stands: none is asked after the
     // last byte (two were, one of them then aborted as the transfer ended).
-    let s = Paced::new(When::EndTakesARoundTrip);
-    let (out, sink) = transfer(s.clone()).await;
-    out.expect("the object never changed");
-    assert!(sink.contents().iter().all(|&b| b == 1));
-    let checks = s.checks.lock().unwrap().clone();
+    let (s, checks) = unchanged(When::EndTakesARoundTrip).await;
     assert!(checks.iter().any(|&(_, after)| after), "{checks:?}");
     assert_eq!(
         s.asked_after_last_byte.load(Ordering::SeqCst),
@@ -490,11 +493,7 @@ async fn a_check_answered_after_the_last_byte_was_read_stands_though_the_engine_
     // before the engine's loop has run to see the report (the check's task was woken first).
     // Behind a bottleneck queue an answer comes right behind the last bytes like this; timed
     // by when the engine saw them, the check did not stand and another was asked at the end.
-    let s = Paced::new(When::AnsweredAsTheLastChunkIsWritten);
-    let (out, sink) = transfer(s.clone()).await;
-    out.expect("the object never changed");
-    assert!(sink.contents().iter().all(|&b| b == 1));
-    let checks = s.checks.lock().unwrap().clone();
+    let (s, checks) = unchanged(When::AnsweredAsTheLastChunkIsWritten).await;
     assert_eq!(
         checks.len(),
         1,

@@ -507,6 +507,16 @@ async fn a_later_probe_on_a_session_that_never_asked_feat_is_two_commands() {
     );
 }
 
+/// A well-behaved scripted server of 5000 bytes whose `MLST` is `mlst`.
+async fn scripted_with(mlst: MlstReply) -> Scripted {
+    Scripted::start(Script {
+        mlst,
+        ..Script::new(5000, 9)
+    })
+    .await
+    .unwrap()
+}
+
 /// The commands after the last login's `TYPE I`.
 fn after_last_login(cmds: &[String]) -> Vec<String> {
     let login = cmds.iter().rposition(|c| c == "TYPE I").expect("logged in");
@@ -518,12 +528,7 @@ async fn where_feat_lists_mlst_the_file_is_looked_at_with_one_command() {
     // MLST gives the size and the modification time in one round trip where SIZE and MDTM
     // take two; a later probe (the closing re-check) on a session that never asked FEAT
     // uses it too.
-    let srv = Scripted::start(Script {
-        mlst: MlstReply::Facts,
-        ..Script::new(5000, 9)
-    })
-    .await
-    .unwrap();
+    let srv = scripted_with(MlstReply::Facts).await;
     let s = scheme(options());
     let first = probe(&s, &srv.url()).await;
     assert_eq!(first.size, 5000);
@@ -552,12 +557,7 @@ async fn mlst_s_modify_fact_is_the_same_validator_as_mdtm() {
     // The same file through MLST (`modify=20240101000000.5`) and through SIZE and MDTM
     // (`20240101000000`): one object, so a host whose sessions differ in what they ask
     // cannot look like a replaced file.
-    let with = Scripted::start(Script {
-        mlst: MlstReply::Facts,
-        ..Script::new(5000, 9)
-    })
-    .await
-    .unwrap();
+    let with = scripted_with(MlstReply::Facts).await;
     let without = Scripted::start(Script::new(5000, 9)).await.unwrap();
     let a = probe(&scheme(options()), &with.url()).await;
     let b = probe(&scheme(options()), &without.url()).await;
@@ -568,12 +568,7 @@ async fn mlst_s_modify_fact_is_the_same_validator_as_mdtm() {
 
 #[tokio::test]
 async fn an_mlst_that_is_refused_is_followed_by_size_and_mdtm_and_not_asked_again() {
-    let srv = Scripted::start(Script {
-        mlst: MlstReply::Refused,
-        ..Script::new(5000, 9)
-    })
-    .await
-    .unwrap();
+    let srv = scripted_with(MlstReply::Refused).await;
     let s = scheme(options());
     let p = probe(&s, &srv.url()).await;
     assert_eq!(p.size, 5000);
