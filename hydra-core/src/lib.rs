@@ -71,8 +71,9 @@
 //!   amount `x` equalises the two finishes: `(left − x)/r_v = eta + δ + x/r_t`. It executes only
 //!   if the divergence exceeds the deadband `θ = max(√(δ·T_rem/n), δ) + preempt_cost_rtt·RTT`
 //!   (`T_rem` the time left as projected now, or after the move when a victim delivering
-//!   nothing makes it unbounded) and the projected makespan — a max, not a sum, and no sooner on either side of the move
-//!   than the unassigned bytes are taken by the fetches ending first — improves by more than
+//!   nothing makes it unbounded) and the projected makespan — a max, not a sum, and no
+//!   sooner on either side of the move than the unassigned bytes are taken by the fetches
+//!   ending first — improves by more than
 //!   `δ + preempt`;
 //!   any unmeasured (NaN) quantity refuses. Victim and taker must be warm and settled
 //!   (medium vs reference within 15 %), except a victim graded collapsing. A taker on the

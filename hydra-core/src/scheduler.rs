@@ -871,6 +871,7 @@ impl Scheduler {
             .and_then(|i| self.slots[i].fetch.as_ref())
             .map(|f| f.detector.projection_rate())
     }
+
     /// With nothing unassigned, how long until the last live fetch is projected to end: as
     /// repairs project it (fetches sharing a bottleneck end together), a fetch its last
     /// sibling on a bottleneck has just left alone at the pair's rate, and one not yet measured
