@@ -5,9 +5,6 @@
 //! writes `CHUNK` bytes every `GAP`; its probes report a version that the test rewrites at a
 //! chosen moment.
 
-#[macro_use]
-mod common;
-
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,8 +12,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use hydra_core::{Concurrency, Config};
 use hydra_scheme::{
-    Endpoint, Engine, EngineError, EngineOptions, ErrorKind, FetchOutcome, FetchRequest,
-    MemorySink, Probe, RangeSet, Scheme, SchemeError, Sink, SourceInput, Validator,
+    Capabilities, Endpoint, Engine, EngineError, EngineOptions, ErrorKind, FetchOutcome,
+    FetchRequest, MemorySink, Probe, RangeSet, Scheme, SchemeError, Sink, SourceInput, Validator,
 };
 use tokio::sync::Notify;
 
@@ -62,7 +59,14 @@ enum When {
     /// Sessions are pooled: a spare session takes `SETUP` to open, a check takes `CHECK` on
     /// an idle session or dials one first (`SETUP`); the object never changes.
     SessionsTakeASetup,
+    /// The scheme declares a ceiling of [`CAPPED`] sessions, and a check asked while that many
+    /// fetches are open is refused (an FTP server's session limit); a check takes `CHECK`;
+    /// the object never changes.
+    SessionsCapped,
 }
+
+/// The session ceiling under [`When::SessionsCapped`].
+const CAPPED: usize = 2;
 
 struct Paced {
     when: When,
@@ -86,6 +90,10 @@ struct Paced {
     prepared_before_last_byte: AtomicUsize,
     /// Bytes written so far.
     written: AtomicU64,
+    /// Fetches open now, and checks refused because [`CAPPED`] were (under
+    /// [`When::SessionsCapped`]).
+    open: AtomicUsize,
+    refused_at_ceiling: AtomicUsize,
     /// Per check (the probe excluded), in the order asked: the bytes still to be written when
     /// it was asked, and whether the last byte had been written when it was answered.
     checks: Mutex<Vec<(u64, bool)>>,
@@ -109,6 +117,8 @@ impl Paced {
             dialed_by_checks: AtomicUsize::new(0),
             prepared_before_last_byte: AtomicUsize::new(0),
             written: AtomicU64::new(0),
+            open: AtomicUsize::new(0),
+            refused_at_ceiling: AtomicUsize::new(0),
             checks: Mutex::new(Vec::new()),
         })
     }
@@ -124,7 +134,20 @@ impl Paced {
 
 #[async_trait]
 impl Scheme for Paced {
-    test_scheme_identity!("paced");
+    fn name(&self) -> &str {
+        "paced"
+    }
+
+    fn url_schemes(&self) -> &[&'static str] {
+        &["paced"]
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            max_connections_per_host: matches!(self.when, When::SessionsCapped).then_some(CAPPED),
+            ..Capabilities::HTTP
+        }
+    }
 
     async fn prepare(&self, _: &Endpoint) -> Result<(), SchemeError> {
         self.prepared.fetch_add(1, Ordering::SeqCst);
@@ -169,7 +192,22 @@ impl Scheme for Paced {
         {
             std::future::pending::<()>().await;
         }
-        if !first && matches!(self.when, When::ChecksTakeCheck | When::EndTakesARoundTrip) {
+        if !first
+            && matches!(self.when, When::SessionsCapped)
+            && self.open.load(Ordering::SeqCst) >= CAPPED
+        {
+            self.refused_at_ceiling.fetch_add(1, Ordering::SeqCst);
+            return Err(SchemeError::new(
+                endpoint,
+                ErrorKind::Refused { retry_after: None },
+            ));
+        }
+        if !first
+            && matches!(
+                self.when,
+                When::ChecksTakeCheck | When::EndTakesARoundTrip | When::SessionsCapped
+            )
+        {
             tokio::time::sleep(CHECK).await;
         }
         if !first && matches!(self.when, When::AnsweredAsTheLastChunkIsWritten) {
@@ -215,6 +253,16 @@ impl Scheme for Paced {
     }
 
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
+        self.open.fetch_add(1, Ordering::SeqCst);
+        let out = self.paced(&mut request).await;
+        self.open.fetch_sub(1, Ordering::SeqCst);
+        out
+    }
+}
+
+impl Paced {
+    /// One fetch: `SETUP` to its first byte, then `CHUNK` every `GAP`.
+    async fn paced(&self, request: &mut FetchRequest) -> FetchOutcome {
         let w = &mut request.writer;
         w.connected(false);
         tokio::time::sleep(SETUP).await;
@@ -504,4 +552,21 @@ async fn a_check_answered_after_the_last_byte_was_read_stands_though_the_engine_
         0,
         "{checks:?}"
     );
+}
+
+#[tokio::test]
+async fn no_early_check_is_asked_while_every_session_the_scheme_allows_carries_a_fetch() {
+    // Two fetches on a scheme that allows two sessions: until one of them ends, a check
+    // would need a third session and be refused, spending one of the source's early checks.
+    let s = Paced::new(When::SessionsCapped);
+    let (out, sink) = transfer_on(s.clone(), EngineOptions::default().probe_timeout, CAPPED).await;
+    out.expect("the object never changed");
+    assert!(sink.contents().iter().all(|&b| b == 1));
+    assert_eq!(
+        s.refused_at_ceiling.load(Ordering::SeqCst),
+        0,
+        "a check was asked while every session carried a fetch"
+    );
+    // The object was still looked at again once a session came back.
+    assert!(!s.checks.lock().unwrap().is_empty());
 }

@@ -29,6 +29,11 @@
 //!   first would time that dial rather than the check. An early check sent while the spare is
 //!   still opening waits for it rather than dialing a session of its own (which could not be
 //!   ready sooner), and its round trip is timed from when it is asked.
+//! * A source whose scheme declares a session ceiling
+//!   ([`Capabilities::max_connections_per_host`](hydra_core::Capabilities)) and whose fetches
+//!   hold every session it allows is not checked early until one of them ends: its check
+//!   would be refused (an FTP server's or the scheme's own session limit), and each refusal
+//!   spends one of its early checks.
 //! * A check *stands* only if its answer arrived no earlier than the source's last byte was
 //!   read. The server answered it after sending every byte that arrived before the answer
 //!   did (one path, answers not reordered behind later bytes), so every byte from that source
@@ -182,11 +187,19 @@ impl ClosingChecks {
                 .setup_cost(SourceId(i as u16))
                 .unwrap_or(s.probe.connect + s.probe.first_byte)
                 .as_secs_f64();
-            let lone = sched
+            let busy = sched
                 .in_flight()
                 .filter(|&(_, _, src, _)| src.0 as usize == i)
-                .count()
-                == 1;
+                .count();
+            // A scheme with a session ceiling refuses a check while every session it allows
+            // carries a fetch: the check waits for one to come back.
+            let capped = s
+                .input
+                .scheme
+                .capabilities()
+                .max_connections_per_host
+                .is_some_and(|m| busy >= m);
+            let lone = busy == 1;
             if k == 0
                 && self.spare[i].is_none()
                 && self.returned[i] == 0
@@ -216,7 +229,7 @@ impl ClosingChecks {
             };
             // Every check sent so far was answered while bytes were still due.
             let answered = self.sent[i].iter().all(JoinHandle::is_finished);
-            if answered && end <= due {
+            if answered && !capped && end <= due {
                 tracing::debug!(
                     source = i,
                     k,
@@ -259,6 +272,7 @@ impl ClosingChecks {
                         source = i,
                         after_last_byte = ?at.checked_duration_since(b),
                         before_last_byte = ?b.checked_duration_since(at),
+                        error = ?answer.as_ref().and_then(|a| a.as_ref().err()).map(ToString::to_string),
                         "early closing check answered"
                     );
                 }
