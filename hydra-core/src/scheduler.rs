@@ -137,6 +137,10 @@ struct Slot {
     last_rate: f64,
     /// The session behind the slot can be reused for the next request.
     reusable: bool,
+    /// Its last fetch finished a range stopped early (shrunk): whether the next request on
+    /// it finds a session ready says whether the source's sessions survive a stop
+    /// ([`Source::stop_keeps_session`]).
+    after_stop: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -210,6 +214,11 @@ struct Source {
     /// Fraction of a sibling connection's rate that is additive capacity (measured by the
     /// search); `None` when unmeasured.
     additivity: Option<f64>,
+    /// A request after a range of this source was stopped early last found a session ready
+    /// (SFTP stops by sending no further read, FTP's control connection outlives an aborted
+    /// transfer), so a stopped fetch's slot is priced at the reused setup. False until seen:
+    /// an HTTP/1.1 connection is closed with its response unread.
+    stop_keeps_session: bool,
     /// Added after the transfer started and not yet given its first work (see
     /// [`Scheduler::add_source`]).
     joining: bool,
@@ -278,6 +287,7 @@ impl Source {
             left_alone: None,
             limit,
             additivity,
+            stop_keeps_session: false,
             joining: false,
             settled: None,
             last_byte: Duration::ZERO,
@@ -490,6 +500,7 @@ impl Scheduler {
             return;
         };
         let src = self.slots[si].source.0 as usize;
+        let after_stop = std::mem::take(&mut self.slots[si].after_stop);
         let f = self.slots[si].fetch.as_mut().expect("slot_of found it");
         if f.first_byte_at.is_some() {
             return;
@@ -503,6 +514,9 @@ impl Scheduler {
             Session::New => s.delta_new.add(d),
             Session::Reused => s.delta_reused.add(d),
             Session::Primed => {}
+        }
+        if after_stop && session != Session::Primed {
+            s.stop_keeps_session = session == Session::Reused;
         }
     }
 
@@ -653,8 +667,10 @@ impl Scheduler {
             Action::Shrink { fetch: g, .. } | Action::Cancel { fetch: g } => g != fetch,
             Action::Request { .. } => true,
         });
-        slot.reusable = matches!(end, FetchEnd::Finished) && !f.shrunk && rest.is_empty();
         let src = slot.source.0 as usize;
+        let finished = matches!(end, FetchEnd::Finished) && rest.is_empty();
+        slot.after_stop = finished && f.shrunk;
+        slot.reusable = finished && (!f.shrunk || self.sources[src].stop_keeps_session);
         let (others, other_rate) = self.live_fetches(src).fold((0, 0.0), |(n, r), g| {
             (n + 1, r + g.detector.projection_rate())
         });
@@ -1084,6 +1100,7 @@ impl Scheduler {
                 fetch: None,
                 last_rate: 0.0,
                 reusable: false,
+                after_stop: false,
             });
         }
         debug_assert!(self.slots[slot].fetch.is_none(), "a request on a busy slot");
@@ -1320,6 +1337,7 @@ impl Scheduler {
                     fetch: None,
                     last_rate: 0.0,
                     reusable: false,
+                    after_stop: false,
                 };
                 let slot = match idle {
                     Some(i) => i,
@@ -2561,7 +2579,78 @@ fn roll_windows(
 
 #[cfg(test)]
 mod tests {
-    use super::backlog_level;
+    use super::{backlog_level, Scheduler, Session};
+    use crate::{Action, ByteRange, Capabilities, Concurrency, Config, FetchEnd, FetchId};
+    use crate::{SourceId, SourceSpec};
+    use std::time::Duration;
+
+    /// One source on two fixed connections whose new sessions cost 300 ms, both fetches
+    /// started on sessions opened ahead (10 ms each): the scheduler and its two fetches.
+    fn two_reused_fetches() -> (Scheduler, Vec<(FetchId, ByteRange)>) {
+        let spec = SourceSpec {
+            setup: Some(Duration::from_millis(300)),
+            ..SourceSpec::new(Capabilities::HTTP)
+        };
+        let cfg = Config {
+            concurrency: Concurrency::Fixed(2),
+            ..Config::default()
+        };
+        let mut s = Scheduler::new(8_000_000, vec![spec], cfg);
+        s.tick(Duration::ZERO);
+        let fetches = requests(&mut s);
+        assert_eq!(fetches.len(), 2, "{fetches:?}");
+        for &(f, _) in &fetches {
+            s.on_first_byte(f, Session::Reused, Duration::from_millis(10));
+        }
+        (s, fetches)
+    }
+
+    fn requests(s: &mut Scheduler) -> Vec<(FetchId, ByteRange)> {
+        std::iter::from_fn(|| s.poll_action())
+            .filter_map(|a| match a {
+                Action::Request { fetch, range, .. } => Some((fetch, range)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Stops `fetch` (of `range`) 64 KiB in, delivers those bytes and ends it as finished at
+    /// `now`: the setup the scheduler then expects of a request on its slot.
+    fn stop_and_finish(
+        s: &mut Scheduler,
+        (fetch, range): (FetchId, ByteRange),
+        now: Duration,
+    ) -> Duration {
+        let slot = s.slot_of(fetch).expect("live");
+        let hi = range.lo + 65_536;
+        s.shrink(slot, hi, false);
+        s.on_shrink_applied(fetch, hi);
+        s.on_data(fetch, range.lo, hi - range.lo, now);
+        s.on_end(fetch, FetchEnd::Finished, now);
+        Duration::from_secs_f64(s.slot_setup(0, slot))
+    }
+
+    #[test]
+    fn a_stopped_fetch_s_slot_is_priced_as_its_source_s_last_stop_showed() {
+        let ms = Duration::from_millis;
+        let (mut s, f) = two_reused_fetches();
+        // Nothing known yet: a stopped session is taken to be closed (HTTP/1.1).
+        assert_eq!(stop_and_finish(&mut s, f[0], ms(20)), ms(300));
+        // The next request on that slot found a session ready (SFTP, FTP): the next stopped
+        // fetch's slot is priced at the reused setup.
+        s.tick(ms(20));
+        let next = requests(&mut s);
+        assert_eq!(next.len(), 1, "the freed slot takes work: {next:?}");
+        s.on_first_byte(next[0].0, Session::Reused, ms(30));
+        assert_eq!(stop_and_finish(&mut s, f[1], ms(40)), ms(10));
+        // A request after a stop that opened a new session turns it back.
+        s.tick(ms(40));
+        let again = requests(&mut s);
+        assert_eq!(again.len(), 1, "{again:?}");
+        s.on_first_byte(again[0].0, Session::New, ms(340));
+        assert_eq!(stop_and_finish(&mut s, next[0], ms(350)), ms(300));
+        assert_eq!(s.source_bytes(SourceId(0)), 3 * 65_536);
+    }
 
     fn level(unassigned: f64, ends: &[(f64, f64)]) -> f64 {
         backlog_level(unassigned, |visit| {
