@@ -63,7 +63,17 @@ enum When {
     /// fetches are open is refused (an FTP server's session limit); a check takes `CHECK`;
     /// the object never changes.
     SessionsCapped,
+    /// A check asked while more than [`LOADED`] bytes are due queues behind them and takes
+    /// `CHECK` + [`QUEUE`]; one asked later takes `CHECK`. Probes report [`UNLOADED`] as their
+    /// round trip; the object never changes.
+    ChecksQueueBehindTheTransfer,
 }
+
+/// Under [`When::ChecksQueueBehindTheTransfer`]: what a check asked with more than
+/// [`LOADED`] bytes due waits behind them, and the round trip a probe reports.
+const QUEUE: Duration = Duration::from_millis(30);
+const LOADED: u64 = 64 * 1024;
+const UNLOADED: Duration = Duration::from_millis(50);
 
 /// The session ceiling under [`When::SessionsCapped`].
 const CAPPED: usize = 2;
@@ -205,10 +215,16 @@ impl Scheme for Paced {
         if !first
             && matches!(
                 self.when,
-                When::ChecksTakeCheck | When::EndTakesARoundTrip | When::SessionsCapped
+                When::ChecksTakeCheck
+                    | When::EndTakesARoundTrip
+                    | When::SessionsCapped
+                    | When::ChecksQueueBehindTheTransfer
             )
         {
             tokio::time::sleep(CHECK).await;
+        }
+        if !first && matches!(self.when, When::ChecksQueueBehindTheTransfer) && due > LOADED {
+            tokio::time::sleep(QUEUE).await;
         }
         if !first && matches!(self.when, When::AnsweredAsTheLastChunkIsWritten) {
             let wait = self.last_chunk.notified();
@@ -248,7 +264,11 @@ impl Scheme for Paced {
             validator: Some(Validator::Strong(format!("\"v{v}\""))),
             last_modified: None,
             connect: Duration::ZERO,
-            first_byte: SETUP,
+            first_byte: if matches!(self.when, When::ChecksQueueBehindTheTransfer) {
+                UNLOADED
+            } else {
+                SETUP
+            },
         })
     }
 
@@ -569,4 +589,21 @@ async fn no_early_check_is_asked_while_every_session_the_scheme_allows_carries_a
     );
     // The object was still looked at again once a session came back.
     assert!(!s.checks.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_check_slowed_by_the_transfer_s_queue_does_not_time_the_next_to_land_before_the_end() {
+    // The first check, asked with most of the object due, takes 90 ms: 60 ms, and 30 ms
+    // queued behind the transfer. Aimed at 0.9 of that (81 ms ahead), the next would take
+    // 60 ms with nothing queued and land 20 ms before the last byte, and a third would be
+    // needed. The probe's unloaded round trip (50 ms) says the 90 ms were one round trip and a
+    // queue: the next is sent 50 ms ahead and lands after the last byte.
+    let (_, checks) = unchanged(When::ChecksQueueBehindTheTransfer).await;
+    assert_eq!(
+        checks.len(),
+        2,
+        "(bytes due when asked, answered after the last byte): {checks:?}"
+    );
+    assert!(checks[0].0 > LOADED && !checks[0].1, "{checks:?}");
+    assert!(checks[1].0 <= LOADED && checks[1].1, "{checks:?}");
 }

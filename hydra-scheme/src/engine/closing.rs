@@ -11,7 +11,9 @@
 //!   the transfer's projected end ([`Scheduler::projected_end`]: fetches sharing a bottleneck
 //!   end together, and one its last sibling there has just left alone carries the pair's rate)
 //!   is within [`AIM`] of what a check of the source costs and no earlier check of it is still
-//!   in flight. That cost is the quickest answered check's round trip.
+//!   in flight. That cost is the quickest answered check's round trip, but no more than the
+//!   whole round trips of the source's unloaded path it spans ([`due`]): what it took beyond
+//!   them was queueing behind the transfer, gone by its end.
 //! * Until one of its checks has been answered, a source's check cost is not known: less than
 //!   a fetch's setup on a new connection, by a share that depends on the scheme (one round
 //!   trip of HTTP's two; `FEAT`, `SIZE` and `MDTM` of an FTP setup's five or so; an SFTP
@@ -81,6 +83,25 @@ pub(super) const CALIBRATE: f64 = 2.0;
 /// stand, and the next costs a whole round trip after the end (150 ms on a 150 ms path, in
 /// one of two runs aimed at 1.0).
 pub(super) const AIM: f64 = 0.9;
+
+/// How far ahead of the projected end a check is sent, in seconds, given the quickest
+/// answered check of its source (`quickest`) and the source's round trip before the transfer
+/// loaded its path (`base`: its probe's request to first answer): [`AIM`] of `quickest`, but
+/// no more than the whole unloaded round trips `quickest` spans. A check that took longer
+/// than those round trips and its margin was queued behind the transfer's bytes (one asked a
+/// setup or two ahead meets a full bottleneck queue, as one at the end does not): aimed by
+/// what it took, the next lands before the last byte and a third costs a round trip after it
+/// (headroom-ftp: a check that took 32 ms under load took 23 ms at the end; aimed by the
+/// 32 ms, three of four landed 3–8 ms early). Where the queue was within the margin (rtt150:
+/// 10–15 ms on a 150 ms round trip) the aim is `AIM` of `quickest` as before.
+fn due(quickest: f64, base: f64) -> f64 {
+    let aimed = AIM * quickest;
+    if !(base.is_finite() && base > 0.0) {
+        return aimed;
+    }
+    let trips = (quickest / base).floor().max(1.0);
+    aimed.min(trips * base)
+}
 
 /// Early checks per source at most.
 pub(super) const MAX_EARLY: usize = 4;
@@ -223,7 +244,7 @@ impl ClosingChecks {
             let quickest = self.answered_in[i].load(Ordering::Relaxed);
             let (cost, due) = if quickest > 0 {
                 let rtt = Duration::from_nanos(quickest).as_secs_f64();
-                (rtt, AIM * rtt)
+                (rtt, due(rtt, s.probe.first_byte.as_secs_f64()))
             } else {
                 (setup, CALIBRATE * setup)
             };
@@ -404,5 +425,27 @@ impl Drop for ClosingChecks {
             .iter()
             .flatten()
             .for_each(|(task, _)| task.abort());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{due, AIM};
+
+    #[test]
+    fn a_check_that_took_about_one_unloaded_round_trip_is_aimed_a_tenth_of_it_past_the_end() {
+        assert_eq!(due(0.021, 0.020), AIM * 0.021);
+        assert_eq!(due(0.160, 0.150), AIM * 0.160);
+        // No unloaded round trip known, or one longer than the check: as before.
+        assert_eq!(due(0.030, 0.0), AIM * 0.030);
+        assert_eq!(due(0.030, 0.050), AIM * 0.030);
+    }
+
+    #[test]
+    fn a_check_slowed_by_the_transfer_s_queue_is_aimed_at_the_round_trips_it_spans_unloaded() {
+        // One round trip of 20.5 ms that took 32.5 under load.
+        assert_eq!(due(0.0325, 0.0205), 0.0205);
+        // Two (`SIZE` and `MDTM`) that took 48 ms.
+        assert_eq!(due(0.048, 0.0205), 2.0 * 0.0205);
     }
 }
