@@ -146,7 +146,14 @@ pub(crate) fn decide(
             until: now,
         };
     }
-    let chunk = ((base_chunk(p.capacity) as f64) * p.weight.clamp(0.01, 64.0)).max(1.0) as usize;
+    let mut chunk =
+        ((base_chunk(p.capacity) as f64) * p.weight.clamp(0.01, 64.0)).max(1.0) as usize;
+    // A capped connection's grant is at most about 4 ms of its cap: a rate-limited sender's
+    // bytes come a few segments at a time, where a grant sized by the link (16 KB at 4 MB/s)
+    // arrived as one burst and then nothing for 13 ms at a 1.2 MB/s cap.
+    if let Some(c) = p.conn_cap {
+        chunk = chunk.min(base_chunk(c));
+    }
     let mut n = want.min(chunk.min(MAX_CHUNK)).max(1);
     if p.conn_cap.is_some() && conn.next_free > now {
         return Decision::Wait(conn.next_free);
@@ -256,6 +263,43 @@ mod tests {
         assert!((got[0] as f64 / 2.0 - 50e3).abs() / 50e3 < 0.05, "{got:?}");
         let total: u64 = got.iter().sum();
         assert!((total as f64 / 2.0 - 1e6).abs() / 1e6 < 0.02, "{got:?}");
+    }
+
+    #[test]
+    fn a_capped_connection_is_granted_about_four_ms_of_its_cap_at_a_time() {
+        let t0 = Instant::now();
+        let mut link = DirSched::new(t0);
+        let mut c = ConnDir::new(t0);
+        let mut p = params(4e6);
+        p.conn_cap = Some(1.2e6);
+        let (mut now, mut grants) = (t0, Vec::new());
+        for _ in 0..1000 {
+            if now >= t0 + Duration::from_millis(100) {
+                break;
+            }
+            match decide(&mut link, &mut c, &p, usize::MAX, now) {
+                Decision::Wait(t) => now = t.max(now + Duration::from_micros(1)),
+                Decision::Grant { n, until } => {
+                    grants.push((now, n));
+                    now = until.max(now + Duration::from_micros(1));
+                }
+            }
+        }
+        assert!(
+            grants.iter().all(|&(_, n)| n == base_chunk(1.2e6)),
+            "{grants:?}"
+        );
+        let gaps = grants.windows(2).map(|w| w[1].0 - w[0].0);
+        assert!(
+            gaps.clone().all(|g| g <= Duration::from_micros(4_100)),
+            "{grants:?}"
+        );
+        // The cap still holds: 100 ms at 1.2 MB/s, within one grant.
+        let total: usize = grants.iter().map(|&(_, n)| n).sum();
+        assert!(
+            total.abs_diff(120_000) <= base_chunk(1.2e6) + 1,
+            "{total} B in {grants:?}"
+        );
     }
 
     #[test]
