@@ -445,6 +445,9 @@ enum Msg {
 
 struct Running {
     source: usize,
+    /// It has reported the session it runs on (or its primed response): until then it may
+    /// still take an idle session from its scheme's pool.
+    connected: bool,
     reused: bool,
     primed: bool,
     bound: Arc<RangeBound>,
@@ -712,11 +715,13 @@ impl Engine {
                     Msg::Event(e, at) => match e.kind {
                         FetchEventKind::Connected { reused } => {
                             if let Some(r) = running.get_mut(&e.fetch) {
+                                r.connected = true;
                                 r.reused = reused;
                             }
                         }
                         FetchEventKind::Primed => {
                             if let Some(r) = running.get_mut(&e.fetch) {
+                                r.connected = true;
                                 r.primed = true;
                             }
                         }
@@ -848,6 +853,7 @@ impl Engine {
                             fetch,
                             Running {
                                 source: src,
+                                connected: false,
                                 reused: false,
                                 primed: false,
                                 bound,
@@ -872,7 +878,11 @@ impl Engine {
                     }
                 }
             }
-            checks.send_due(&sched, &sources, now);
+            let mut connecting = vec![0; sources.len()];
+            for r in running.values().filter(|r| !r.connected) {
+                connecting[r.source] += 1;
+            }
+            checks.send_due(&sched, &sources, &connecting, now);
             // While a source's search measures a level, the sessions its next level would add
             // (double, within its ceiling) are opened, so that they start with their requests.
             for (i, to) in ahead_to.iter_mut().enumerate() {

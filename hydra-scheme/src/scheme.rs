@@ -84,6 +84,16 @@ pub trait Scheme: Send + Sync {
         Ok(())
     }
 
+    /// Sessions to `endpoint` idle in the scheme's pool now (a fetch or probe would start
+    /// with its request on one), or `None` when the scheme keeps no pool or cannot tell. The
+    /// engine asks before an early closing check: with none idle the check would open a
+    /// session of its own (a login, an SSH handshake), which it does only when that can
+    /// still be done before the transfer's projected end. Default: `None`.
+    fn pooled_sessions(&self, endpoint: &Endpoint) -> Option<usize> {
+        let _ = endpoint;
+        None
+    }
+
     /// Fetches one range. See the trait's contract.
     async fn fetch(&self, request: FetchRequest) -> FetchOutcome;
 }

@@ -57,7 +57,8 @@ enum When {
     /// FTP transfer waits for its `226`); the object never changes.
     EndTakesARoundTrip,
     /// Sessions are pooled: a spare session takes `SETUP` to open, a check takes `CHECK` on
-    /// an idle session or dials one first (`SETUP`); the object never changes.
+    /// an idle session or dials one first (`SETUP`), and a fetch's session goes back to the
+    /// pool when it ends; the object never changes.
     SessionsTakeASetup,
     /// The scheme declares a ceiling of [`CAPPED`] sessions, and a check asked while that many
     /// fetches are open is refused (an FTP server's session limit); a check takes `CHECK`;
@@ -157,6 +158,10 @@ impl Scheme for Paced {
             max_connections_per_host: matches!(self.when, When::SessionsCapped).then_some(CAPPED),
             ..Capabilities::HTTP
         }
+    }
+
+    fn pooled_sessions(&self, _: &Endpoint) -> Option<usize> {
+        matches!(self.when, When::SessionsTakeASetup).then(|| self.idle.load(Ordering::SeqCst))
     }
 
     async fn prepare(&self, _: &Endpoint) -> Result<(), SchemeError> {
@@ -276,6 +281,10 @@ impl Scheme for Paced {
         self.open.fetch_add(1, Ordering::SeqCst);
         let out = self.paced(&mut request).await;
         self.open.fetch_sub(1, Ordering::SeqCst);
+        if matches!(self.when, When::SessionsTakeASetup) {
+            // Its session goes back to the pool.
+            self.idle.fetch_add(1, Ordering::SeqCst);
+        }
         out
     }
 }
@@ -606,4 +615,23 @@ async fn a_check_slowed_by_the_transfer_s_queue_does_not_time_the_next_to_land_b
     );
     assert!(checks[0].0 > LOADED && !checks[0].1, "{checks:?}");
     assert!(checks[1].0 <= LOADED && checks[1].1, "{checks:?}");
+}
+
+#[tokio::test]
+async fn a_check_that_would_open_its_own_session_after_the_end_waits_for_one_to_come_back() {
+    // Two fetches of 128 KB each, 320 ms of bytes after their 300 ms setups: the end is first
+    // projected less than a setup away, with both sessions busy and no spare (the source has
+    // two fetches). A check sent then would open a session (300 ms) and land long after the
+    // last byte; it waits for a fetch's session instead.
+    let s = Paced::new(When::SessionsTakeASetup);
+    let (out, sink) = transfer_on(s.clone(), EngineOptions::default().probe_timeout, 2).await;
+    out.expect("the object never changed");
+    assert!(sink.contents().iter().all(|&b| b == 1));
+    let checks = s.checks.lock().unwrap().clone();
+    assert!(!checks.is_empty());
+    assert_eq!(
+        s.dialed_by_checks.load(Ordering::SeqCst),
+        0,
+        "a check opened a session it could not have in time: {checks:?}"
+    );
 }

@@ -159,6 +159,16 @@ impl Pool {
         self.changed.notify_waiters();
     }
 
+    /// Idle sessions for `key` that [`Pool::take`] could return now.
+    pub fn idle_for(&self, key: &HostKey) -> usize {
+        let now = Instant::now();
+        self.lock().idle.get(key).map_or(0, |list| {
+            list.iter()
+                .filter(|i| now.duration_since(i.since) < self.idle_timeout)
+                .count()
+        })
+    }
+
     /// Number of idle sessions.
     pub fn idle_count(&self) -> usize {
         self.lock().idle.values().map(Vec::len).sum()

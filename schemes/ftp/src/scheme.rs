@@ -585,6 +585,10 @@ impl Scheme for FtpScheme {
     /// transfer's setup), and pools the session, within the per-host session ceiling: when
     /// that is reached, nothing is opened. A refused `SIZE` leaves the check to the transfer,
     /// which reports it.
+    fn pooled_sessions(&self, endpoint: &Endpoint) -> Option<usize> {
+        self.key(endpoint).ok().map(|key| self.pool.idle_for(&key))
+    }
+
     async fn prepare(&self, endpoint: &Endpoint) -> Result<(), SchemeError> {
         let err = |k| SchemeError::new(endpoint, k);
         let key = self.key(endpoint).map_err(err)?;

@@ -818,6 +818,7 @@ async fn a_prepared_session_carries_the_next_probe_and_none_is_opened_past_the_c
     let ep = Endpoint::parse(&o.url()).unwrap();
     bounded(s.prepare(&ep)).await.expect("prepare");
     assert_eq!((s.sessions_dialled(), s.idle_sessions()), (1, 1));
+    assert_eq!(s.pooled_sessions(&ep), Some(1));
     // The ceiling of one is held by the idle session: a second prepare opens nothing.
     bounded(s.prepare(&ep))
         .await

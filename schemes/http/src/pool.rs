@@ -96,6 +96,18 @@ impl Pool {
         }
     }
 
+    /// Idle connections to `key` that [`Pool::take`] could return now.
+    pub fn idle_for(&self, key: &OriginKey) -> usize {
+        let now = Instant::now();
+        self.lock().get(key).map_or(0, |list| {
+            list.iter()
+                .filter(|i| {
+                    now.duration_since(i.since) < self.idle_timeout && !i.conn.sender.is_closed()
+                })
+                .count()
+        })
+    }
+
     /// Number of idle connections.
     pub fn idle_count(&self) -> usize {
         self.lock().values().map(Vec::len).sum()

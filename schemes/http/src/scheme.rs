@@ -598,6 +598,12 @@ impl Scheme for HttpScheme {
         Ok(())
     }
 
+    fn pooled_sessions(&self, endpoint: &Endpoint) -> Option<usize> {
+        origin_key(endpoint)
+            .ok()
+            .map(|key| self.pool.idle_for(&key))
+    }
+
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
         match self.fetch_inner(&mut request).await {
             Ok(o) => o,

@@ -114,6 +114,11 @@ async fn a_completed_connection_is_pooled_and_reused() {
         "probe and three fetches share one connection"
     );
     assert_eq!(s.idle_connections(), 1);
+    let ep = Endpoint::parse(&o.url("/obj")).unwrap();
+    assert_eq!(s.pooled_sessions(&ep), Some(1));
+    // Another origin has none.
+    let other = Endpoint::parse("http://127.0.0.1:9/obj").unwrap();
+    assert_eq!(s.pooled_sessions(&other), Some(0));
 }
 
 #[tokio::test]

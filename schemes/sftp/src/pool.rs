@@ -103,6 +103,18 @@ impl Pool {
             })
     }
 
+    /// Idle sessions to `key` that [`Pool::take`] could return now.
+    pub fn idle_for(&self, key: &HostKey) -> usize {
+        let now = Instant::now();
+        lock(&self.idle).get(key).map_or(0, |list| {
+            list.iter()
+                .filter(|i| {
+                    now.duration_since(i.since) < self.idle_timeout && !i.session.ssh.is_closed()
+                })
+                .count()
+        })
+    }
+
     /// Number of idle sessions.
     pub fn idle_count(&self) -> usize {
         lock(&self.idle).values().map(Vec::len).sum()

@@ -642,6 +642,12 @@ impl Scheme for SftpScheme {
 
     /// Opens a session (an SSH connection with its handshake and authentication, or a
     /// channel on a shared one with room), opens the file's handle on it and pools it.
+    fn pooled_sessions(&self, endpoint: &Endpoint) -> Option<usize> {
+        session::host_key(endpoint, &self.options)
+            .ok()
+            .map(|key| self.pool.idle_for(&key))
+    }
+
     async fn prepare(&self, endpoint: &Endpoint) -> Result<(), SchemeError> {
         let err = |k| SchemeError::new(endpoint, k);
         let key = session::host_key(endpoint, &self.options).map_err(err)?;

@@ -549,6 +549,7 @@ async fn a_prepared_session_carries_the_probe_without_a_new_handshake() {
         .expect("bounded")
         .expect("prepare");
     assert_eq!(scheme.idle_sessions(), 1);
+    assert_eq!(scheme.pooled_sessions(&ep), Some(1));
     assert_eq!(origin.connections_accepted(), 1);
     let p = probe(&scheme, &ep).await;
     assert_eq!(p.size, 1 << 20);
