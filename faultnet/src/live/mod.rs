@@ -56,7 +56,7 @@
 //! | link `delay`, `jitter`, `setup`, `slow_start` | `0ms` | see [`crate::scenario`] |
 //! | link share weight | `1` (or `share_weights`, or log-normal σ = `share_spread`) | per connection |
 //! | noise window | 200 ms | noise redrawn per connection per window, σ = `noise` |
-//! | grant size | 4 ms of capacity × weight, 1 KiB–256 KiB | the scheduling quantum |
+//! | grant size | 4 ms of capacity × weight, 1 KiB–256 KiB; at most 4 ms of a connection's rate cap | the scheduling quantum |
 //! | burst | 10 ms of capacity | the most a clock may lag (absorbs timer lateness) |
 //! | delay line | 2 × capacity × (delay + jitter) + 256 KiB, at most 16 MiB | per pipe; then back-pressure |
 //! | FTP data listener | 30 s | how long it waits for its one connection |
