@@ -681,6 +681,9 @@ impl Engine {
         // this returns), and per source the level they were opened for.
         let mut ahead = Preparing::default();
         let mut ahead_to: Vec<usize> = vec![0; sources.len()];
+        // Per source, fetches requested that have not reported their session (refilled each
+        // turn for the closing checks).
+        let mut connecting: Vec<usize> = Vec::new();
         loop {
             let now = start.elapsed();
             // Sources whose probes answered since: each joins, or is left out.
@@ -878,7 +881,8 @@ impl Engine {
                     }
                 }
             }
-            let mut connecting = vec![0; sources.len()];
+            connecting.clear();
+            connecting.resize(sources.len(), 0);
             for r in running.values().filter(|r| !r.connected) {
                 connecting[r.source] += 1;
             }

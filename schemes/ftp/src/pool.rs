@@ -79,7 +79,7 @@ impl Pool {
         let mut st = self.lock();
         let list = st.idle.get_mut(key)?;
         let now = Instant::now();
-        list.retain(|i| now.duration_since(i.since) < self.idle_timeout);
+        list.retain(|i| self.usable(i, now));
         let pick = slot
             .and_then(|s| list.iter().rposition(|i| i.slot == Some(s)))
             .or_else(|| list.len().checked_sub(1))?;
@@ -163,10 +163,13 @@ impl Pool {
     pub fn idle_for(&self, key: &HostKey) -> usize {
         let now = Instant::now();
         self.lock().idle.get(key).map_or(0, |list| {
-            list.iter()
-                .filter(|i| now.duration_since(i.since) < self.idle_timeout)
-                .count()
+            list.iter().filter(|i| self.usable(i, now)).count()
         })
+    }
+
+    /// Not expired at `now`.
+    fn usable(&self, i: &Idle, now: Instant) -> bool {
+        now.duration_since(i.since) < self.idle_timeout
     }
 
     /// Number of idle sessions.

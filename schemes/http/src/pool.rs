@@ -70,9 +70,7 @@ impl Pool {
         let mut idle = self.lock();
         let list = idle.get_mut(key)?;
         let now = Instant::now();
-        list.retain(|i| {
-            now.duration_since(i.since) < self.idle_timeout && !i.conn.sender.is_closed()
-        });
+        list.retain(|i| self.usable(i, now));
         let pick = slot
             .and_then(|s| list.iter().rposition(|i| i.slot == Some(s)))
             .or_else(|| list.len().checked_sub(1))?;
@@ -100,12 +98,13 @@ impl Pool {
     pub fn idle_for(&self, key: &OriginKey) -> usize {
         let now = Instant::now();
         self.lock().get(key).map_or(0, |list| {
-            list.iter()
-                .filter(|i| {
-                    now.duration_since(i.since) < self.idle_timeout && !i.conn.sender.is_closed()
-                })
-                .count()
+            list.iter().filter(|i| self.usable(i, now)).count()
         })
+    }
+
+    /// Neither expired nor closed at `now`.
+    fn usable(&self, i: &Idle, now: Instant) -> bool {
+        now.duration_since(i.since) < self.idle_timeout && !i.conn.sender.is_closed()
     }
 
     /// Number of idle connections.

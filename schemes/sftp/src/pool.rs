@@ -50,9 +50,7 @@ impl Pool {
         let mut idle = lock(&self.idle);
         let list = idle.get_mut(key)?;
         let now = Instant::now();
-        list.retain(|i| {
-            now.duration_since(i.since) < self.idle_timeout && !i.session.ssh.is_closed()
-        });
+        list.retain(|i| self.usable(i, now));
         let clear = |i: &Idle| i.session.draining.load(Ordering::Relaxed) == 0;
         let any_clear = list.iter().any(clear);
         let eligible = |i: &Idle| !any_clear || clear(i);
@@ -107,12 +105,13 @@ impl Pool {
     pub fn idle_for(&self, key: &HostKey) -> usize {
         let now = Instant::now();
         lock(&self.idle).get(key).map_or(0, |list| {
-            list.iter()
-                .filter(|i| {
-                    now.duration_since(i.since) < self.idle_timeout && !i.session.ssh.is_closed()
-                })
-                .count()
+            list.iter().filter(|i| self.usable(i, now)).count()
         })
+    }
+
+    /// Neither expired nor closed at `now`.
+    fn usable(&self, i: &Idle, now: Instant) -> bool {
+        now.duration_since(i.since) < self.idle_timeout && !i.session.ssh.is_closed()
     }
 
     /// Number of idle sessions.
