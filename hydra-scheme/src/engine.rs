@@ -969,6 +969,7 @@ impl Engine {
             tokio::select! {
                 m = rx.recv() => pending = m,
                 j = joining.recv(), if joining.is_open() => joining.hold(j),
+                () = checks.check_finished() => {}
                 _ = tokio::time::sleep(deadline) => {}
             }
         }

@@ -68,7 +68,20 @@ enum When {
     /// `CHECK` + [`QUEUE`]; one asked later takes `CHECK`. Probes report [`UNLOADED`] as their
     /// round trip; the object never changes.
     ChecksQueueBehindTheTransfer,
+    /// A fetch writes [`SPARSE_CHUNK`] every [`SPARSE_GAP`], and a check takes [`MID_CHECK`]:
+    /// a check answers between two chunks; the object never changes.
+    SparseChunks,
 }
+
+/// Under [`When::SparseChunks`]: two chunks' worth every ten gaps (a fifth of the rate, so
+/// that the transfer outlasts a rate window of [`SPARSE_WINDOW`]), and a check that answers
+/// between two of them.
+const SPARSE_CHUNK: u64 = 2 * CHUNK;
+const SPARSE_GAP: Duration = Duration::from_millis(100);
+const MID_CHECK: Duration = Duration::from_millis(430);
+/// The rate window of [`When::SparseChunks`]' transfer: long, so that the engine is woken by
+/// chunks and checks rather than by the scheduler's window deadlines.
+const SPARSE_WINDOW: Duration = Duration::from_secs(1);
 
 /// Under [`When::ChecksQueueBehindTheTransfer`]: what a check asked with more than
 /// [`LOADED`] bytes due waits behind them, and the round trip a probe reports.
@@ -108,6 +121,9 @@ struct Paced {
     /// Per check (the probe excluded), in the order asked: the bytes still to be written when
     /// it was asked, and whether the last byte had been written when it was answered.
     checks: Mutex<Vec<(u64, bool)>>,
+    /// Per check (the probe excluded), in the order answered: the bytes still to be written
+    /// when it answered.
+    due_at_answers: Mutex<Vec<u64>>,
 }
 
 impl Paced {
@@ -131,6 +147,7 @@ impl Paced {
             open: AtomicUsize::new(0),
             refused_at_ceiling: AtomicUsize::new(0),
             checks: Mutex::new(Vec::new()),
+            due_at_answers: Mutex::new(Vec::new()),
         })
     }
 
@@ -240,6 +257,9 @@ impl Scheme for Paced {
         if !first && matches!(self.when, When::ChecksTakeMostOfASetup) {
             tokio::time::sleep(SLOW_CHECK).await;
         }
+        if !first && matches!(self.when, When::SparseChunks) {
+            tokio::time::sleep(MID_CHECK).await;
+        }
         if !first && matches!(self.when, When::SessionsTakeASetup) {
             let took = self
                 .idle
@@ -254,6 +274,8 @@ impl Scheme for Paced {
         if !first {
             let after = self.all_sent.load(Ordering::SeqCst);
             self.checks.lock().unwrap().push((due, after));
+            let now_due = SIZE - self.written.load(Ordering::SeqCst);
+            self.due_at_answers.lock().unwrap().push(now_due);
         }
         let v = self.version();
         if !self.all_sent.load(Ordering::SeqCst) {
@@ -290,14 +312,23 @@ impl Scheme for Paced {
 }
 
 impl Paced {
-    /// One fetch: `SETUP` to its first byte, then `CHUNK` every `GAP`.
+    /// One fetch: `SETUP` to its first byte, then `CHUNK` every `GAP` (under
+    /// [`When::SparseChunks`], `SPARSE_CHUNK` every `SPARSE_GAP`).
     async fn paced(&self, request: &mut FetchRequest) -> FetchOutcome {
+        let (chunk, gap) = match self.when {
+            When::SparseChunks => (SPARSE_CHUNK, SPARSE_GAP),
+            _ => (CHUNK, GAP),
+        };
         let w = &mut request.writer;
         w.connected(false);
         tokio::time::sleep(SETUP).await;
         w.first_byte();
+        // Chunks on a fixed grid from the first byte (no drift from the writes between), as
+        // the scheduler's rate windows are.
+        let mut ticks = tokio::time::interval(gap);
+        ticks.tick().await;
         while w.remaining() > 0 {
-            let n = w.remaining().min(CHUNK);
+            let n = w.remaining().min(chunk);
             let last = w.offset() + n == SIZE;
             if last && matches!(self.when, When::RewrittenBeforeTheLastChunk) {
                 self.rewrite();
@@ -319,7 +350,7 @@ impl Paced {
             }
             tokio::select! {
                 _ = w.exhausted() => break,
-                _ = tokio::time::sleep(GAP) => {}
+                _ = ticks.tick() => {}
             }
         }
         if matches!(self.when, When::EndTakesARoundTrip) {
@@ -347,14 +378,26 @@ async fn transfer_on(
     limit: Duration,
     connections: usize,
 ) -> (Result<(), EngineError>, Arc<MemorySink>) {
-    let engine = Engine::new(EngineOptions {
-        config: Config {
-            concurrency: Concurrency::Fixed(connections),
-            ..Config::default()
+    transfer_opts(
+        scheme,
+        EngineOptions {
+            config: Config {
+                concurrency: Concurrency::Fixed(connections),
+                ..Config::default()
+            },
+            probe_timeout: limit,
+            ..EngineOptions::default()
         },
-        probe_timeout: limit,
-        ..EngineOptions::default()
-    });
+    )
+    .await
+}
+
+/// A transfer with `opts`.
+async fn transfer_opts(
+    scheme: Arc<Paced>,
+    opts: EngineOptions,
+) -> (Result<(), EngineError>, Arc<MemorySink>) {
+    let engine = Engine::new(opts);
     let input = SourceInput::new(
         Endpoint::parse("paced://127.0.0.1:9/object").expect("url"),
         scheme.clone(),
@@ -633,5 +676,37 @@ async fn a_check_that_would_open_its_own_session_after_the_end_waits_for_one_to_
         s.dialed_by_checks.load(Ordering::SeqCst),
         0,
         "a check opened a session it could not have in time: {checks:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_check_answered_between_two_chunks_is_followed_at_once_when_the_next_is_due() {
+    // The first check, sent two setups (600 ms) ahead, takes 430 ms and answers about 170 ms
+    // before the last byte, 70 ms before the next chunk: the next check is due at once (its
+    // aim is a setup, 300 ms). It is asked then, before that chunk is written, not when the
+    // engine next sees bytes (the rate window, 1 s, sets no deadline in between).
+    let s = Paced::new(When::SparseChunks);
+    let opts = EngineOptions {
+        config: Config {
+            concurrency: Concurrency::Fixed(1),
+            window: SPARSE_WINDOW,
+            ..Config::default()
+        },
+        progress_every: Duration::from_secs(60),
+        ..EngineOptions::default()
+    };
+    let (out, sink) = transfer_opts(s.clone(), opts).await;
+    out.expect("the object never changed");
+    assert!(sink.contents().iter().all(|&b| b == 1));
+    let checks = s.checks.lock().unwrap().clone();
+    let answers = s.due_at_answers.lock().unwrap().clone();
+    assert!(checks.len() >= 2, "{checks:?}");
+    assert!(
+        answers[0] > 0,
+        "the first check answered after the last byte: {answers:?}"
+    );
+    assert_eq!(
+        checks[1].0, answers[0],
+        "bytes due when the second check was asked, and when the first answered: {checks:?} {answers:?}"
     );
 }

@@ -13,7 +13,10 @@
 //!   is within [`AIM`] of what a check of the source costs and no earlier check of it is still
 //!   in flight. That cost is the quickest answered check's round trip, but no more than the
 //!   whole round trips of the source's unloaded path it spans ([`due`]): what it took beyond
-//!   them was queueing behind the transfer, gone by its end.
+//!   them was queueing behind the transfer, gone by its end. Whether one is due is looked at
+//!   again as soon as a check finishes, not only when the engine next sees bytes: on the
+//!   headroom path a check answered 11 ms before the last byte, and the next was sent with
+//!   that byte rather than then.
 //! * Until one of its checks has been answered, a source's check cost is not known: less than
 //!   a fetch's setup on a new connection, by a share that depends on the scheme (one round
 //!   trip of HTTP's two; `FEAT`, `SIZE` and `MDTM` of an FTP setup's five or so; an SFTP
@@ -64,12 +67,12 @@
 //! with an error is followed by another, early while any are left, else at the end; one that
 //! timed out is not asked again at the end.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use hydra_core::{Scheduler, SourceId};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
 use super::{changed, EngineError, ProbedSource};
@@ -145,6 +148,12 @@ pub(super) struct ClosingChecks {
     /// Per source: when its latest check answered without error was answered. Written by the
     /// checks themselves.
     answered_at: Vec<Arc<Mutex<Option<Instant>>>>,
+    /// Per source: checks that have answered, timed out or failed. Counted by the checks
+    /// themselves before they signal `done`.
+    finished: Vec<Arc<AtomicUsize>>,
+    /// Signalled by each check as it finishes: the next early check may be due at once, not at
+    /// the next byte the engine sees.
+    done: Arc<Notify>,
     /// Deadline of one check.
     limit: Duration,
 }
@@ -157,6 +166,8 @@ impl ClosingChecks {
             sent: (0..sources).map(|_| Vec::new()).collect(),
             answered_in: (0..sources).map(|_| Arc::default()).collect(),
             answered_at: (0..sources).map(|_| Arc::default()).collect(),
+            finished: (0..sources).map(|_| Arc::default()).collect(),
+            done: Arc::default(),
             returned: vec![0; sources],
             spare: (0..sources).map(|_| None).collect(),
             limit,
@@ -170,6 +181,7 @@ impl ClosingChecks {
         self.sent.push(Vec::new());
         self.answered_in.push(Arc::default());
         self.answered_at.push(Arc::default());
+        self.finished.push(Arc::default());
         self.returned.push(0);
         self.spare.push(None);
     }
@@ -272,7 +284,7 @@ impl ClosingChecks {
                 (setup, CALIBRATE * setup)
             };
             // Every check sent so far was answered while bytes were still due.
-            let answered = self.sent[i].iter().all(JoinHandle::is_finished);
+            let answered = self.finished[i].load(Ordering::SeqCst) == self.sent[i].len();
             // With no session of the source idle and no spare opening, the check would open
             // one of its own: only while that can be done before the projected end.
             let in_time = || {
@@ -297,6 +309,12 @@ impl ClosingChecks {
                 self.sent[i].push(h);
             }
         }
+    }
+
+    /// Resolves when an early check has finished since the last time it resolved (at once if
+    /// one did while nobody waited): the engine then looks again at which checks are due.
+    pub(super) async fn check_finished(&self) {
+        self.done.notified().await;
     }
 
     /// Settles every source that needs a check: a standing early check, or a check now.
@@ -415,6 +433,7 @@ impl ClosingChecks {
         let limit = self.limit;
         let answered_in = self.answered_in[i].clone();
         let answered_at = self.answered_at[i].clone();
+        let (finished, done) = (self.finished[i].clone(), self.done.clone());
         tokio::spawn(async move {
             if let Some(mut opening) = spare {
                 // Bounded by the opening's own deadline; an aborted opening ends the wait.
@@ -435,6 +454,8 @@ impl ClosingChecks {
                 let mut latest = answered_at.lock().unwrap_or_else(PoisonError::into_inner);
                 *latest = (*latest).max(Some(at));
             }
+            finished.fetch_add(1, Ordering::SeqCst);
+            done.notify_one();
             (at, again)
         })
     }
