@@ -283,8 +283,11 @@ impl ClosingChecks {
             } else {
                 (setup, CALIBRATE * setup)
             };
-            // Every check sent so far was answered while bytes were still due.
-            let answered = self.finished[i].load(Ordering::SeqCst) == self.sent[i].len();
+            // Every check sent so far was answered while bytes were still due. Counted by the
+            // checks, so that one that has just woken the engine is seen finished (its task may
+            // not have returned yet); a task that ended otherwise (a panic) is finished too.
+            let answered = self.finished[i].load(Ordering::SeqCst) == self.sent[i].len()
+                || self.sent[i].iter().all(JoinHandle::is_finished);
             // With no session of the source idle and no spare opening, the check would open
             // one of its own: only while that can be done before the projected end.
             let in_time = || {
