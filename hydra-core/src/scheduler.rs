@@ -2181,7 +2181,40 @@ impl Scheduler {
         } else {
             self.shared_group(v_src)
         };
-        let (left_g, r_g) = group_v.unwrap_or((left_v, r_v));
+        // Fetches projected to end within a setup of the victim, delivering, healthy and
+        // settled: moving work off one of them leaves the makespan at the others' end, so
+        // they give it up together, each down to one end shared with the taker.
+        let mut tied: Vec<usize> = Vec::new();
+        if group_v.is_none() && !collapsing {
+            let tol = self.sources[v_src].delta_for(true);
+            for j in 0..self.slots.len() {
+                let Some(f) = self.slots[j].fetch.as_ref() else {
+                    continue;
+                };
+                if j == vi
+                    || f.cancelled
+                    || f.first_byte_at.is_none()
+                    || f.detector.grade() != Grade::Healthy
+                    || !f.detector.is_settled()
+                    || !gt(f.detector.projection_rate(), 0.0)
+                    || !tol.is_finite()
+                {
+                    continue;
+                }
+                let end = self.finish_time(j, now);
+                if end.is_finite() && end >= f_v - tol {
+                    tied.push(j);
+                }
+            }
+        }
+        let (left_g, r_g) = group_v.unwrap_or_else(|| {
+            tied.iter().fold((left_v, r_v), |(l, r), &j| {
+                let f = self.slots[j].fetch.as_ref().expect("live");
+                (l + f.left() as f64, r + f.detector.projection_rate())
+            })
+        });
+        // Each tied fetch's piece is a request of its own.
+        let pieces = 1.0 + tied.len() as f64;
         let in_group = |this: &Self, i: usize, src: usize| {
             this.slots[i].source.0 as usize == src
                 && this.slots[i].fetch.as_ref().is_some_and(|f| !f.cancelled)
@@ -2207,11 +2240,16 @@ impl Scheduler {
             if !(tk.rate.is_finite() && tk.rate > 0.0 && tk.delta.is_finite()) {
                 return;
             }
-            let x = equalise(left_g, r_g, tk.eta, tk.delta, tk.rate).min(left_v);
+            let d_t = tk.delta * pieces;
+            let x = if tied.is_empty() {
+                equalise(left_g, r_g, tk.eta, tk.delta, tk.rate).min(left_v)
+            } else {
+                equalise(left_g, r_g, tk.eta, d_t, tk.rate).min(left_g)
+            };
             let x = match tk.kind {
                 TakerKind::Restart => left_v,
                 // As `cut_point` will cut: less than a piece does not stay behind.
-                _ if x > 0.0 && left_v - x < min_piece => left_v,
+                _ if tied.is_empty() && x > 0.0 && left_v - x < min_piece => left_v,
                 _ => x,
             };
             if !(x.is_finite() && x > 0.0) {
@@ -2224,7 +2262,7 @@ impl Scheduler {
             } else {
                 f64::INFINITY
             };
-            let f_t_after = t + tk.eta + tk.delta + x / tk.rate;
+            let f_t_after = t + tk.eta + d_t + x / tk.rate;
             // The taker's group (a busy taker in one) ends before the taker starts the piece.
             let group_t = match tk.kind {
                 TakerKind::Busy(b) => Some(this.slots[b].source.0 as usize)
@@ -2236,6 +2274,7 @@ impl Scheduler {
             let ends_after = |visit: &mut dyn FnMut(f64, f64)| {
                 for i in 0..this.slots.len() {
                     let moved = i == vi
+                        || tied.contains(&i)
                         || (group_v.is_some() && in_group(this, i, v_src))
                         || group_t.is_some_and(|src| in_group(this, i, src))
                         || matches!(tk.kind, TakerKind::Busy(b) if b == i);
@@ -2396,6 +2435,34 @@ impl Scheduler {
                 let pos = self.slots[vi].fetch.as_ref().expect("live").pos;
                 self.shrink(vi, pos, true);
                 (hi_v - pos, Some(vi))
+            }
+            _ if !tied.is_empty() => {
+                // Each gives up what it would deliver after the end it shares with the taker.
+                let end = (left_g - x) / r_g;
+                let mut moved = 0;
+                let mut first = None;
+                for m in std::iter::once(vi).chain(tied.iter().copied()) {
+                    let f = self.slots[m].fetch.as_ref().expect("live");
+                    let x_m = f.left() as f64 - f.detector.projection_rate() * end;
+                    let hi_m = f.hi;
+                    if let Some(cut) = self.cut_point(m, x_m) {
+                        self.shrink(m, cut, false);
+                        moved += hi_m - cut;
+                        first = first.or(Some((cut, hi_m)));
+                    }
+                }
+                let Some((cut, hi)) = first else {
+                    return;
+                };
+                let slot = match kind {
+                    TakerKind::Idle(slot) => {
+                        self.request(slot, tk.source, ByteRange::new(cut, hi), now);
+                        slot
+                    }
+                    TakerKind::Busy(slot) => slot,
+                    TakerKind::Restart => vi,
+                };
+                (moved, Some(slot))
             }
             TakerKind::Idle(slot) => {
                 let Some(cut) = self.cut_point(vi, x) else {
