@@ -65,7 +65,9 @@
 //!   done at the aggregate rate.
 //! - **Repair on divergence**, not idleness, at most once per rate window: the victim is the
 //!   fetch projected to finish last, however little it has left (under a minimum piece
-//!   never stays behind: a small remainder moves whole); the taker is whichever of an idle slot, a busy fetch (which
+//!   never stays behind: a small remainder moves whole), together with every healthy, settled
+//!   fetch projected to end within a setup of it (they give up work together, each down to
+//!   the end they share with the taker, one setup per piece); the taker is whichever of an idle slot, a busy fetch (which
 //!   takes the work when it finishes) or — for a collapsing victim whose siblings are healthy —
 //!   the victim restarted on a new connection, minimises the projected makespan. The moved
 //!   amount `x` equalises the two finishes: `(left − x)/r_v = eta + δ + x/r_t`. It executes only
