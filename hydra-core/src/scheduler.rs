@@ -2330,7 +2330,7 @@ impl Scheduler {
         // Busy fetches that will take the work when they finish.
         let soon = self.cfg.window.as_secs_f64() * 2.0;
         for i in 0..self.slots.len() {
-            if i == vi {
+            if i == vi || tied.contains(&i) {
                 continue;
             }
             let s = &self.slots[i];
