@@ -2241,11 +2241,9 @@ impl Scheduler {
                 return;
             }
             let d_t = tk.delta * pieces;
-            let x = if tied.is_empty() {
-                equalise(left_g, r_g, tk.eta, tk.delta, tk.rate).min(left_v)
-            } else {
-                equalise(left_g, r_g, tk.eta, d_t, tk.rate).min(left_g)
-            };
+            // A shared group's move comes off the victim alone; tied fetches each give a piece.
+            let most = if tied.is_empty() { left_v } else { left_g };
+            let x = equalise(left_g, r_g, tk.eta, d_t, tk.rate).min(most);
             let x = match tk.kind {
                 TakerKind::Restart => left_v,
                 // As `cut_point` will cut: less than a piece does not stay behind.
