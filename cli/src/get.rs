@@ -687,8 +687,8 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
         .zip(labels.iter().cloned())
         .collect();
     let probing = tokio::time::Instant::now();
-    // Sessions a remembered count will use, opened while the probes are out.
-    let preparing = prepare_all(&inputs, engine_opts.probe_timeout);
+    // Sessions a fixed or remembered count will use, opened while the probes are out.
+    let preparing = prepare_all(&inputs, &engine_opts.config, engine_opts.probe_timeout);
     let mut answers = probe_all(inputs, labels, engine_opts.probe_timeout, prime);
     // The transfer starts on the first source that answers and fits (on a resume: describes
     // the recorded object), with those that answer within `probe_grace` times its probe

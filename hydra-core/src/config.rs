@@ -151,6 +151,26 @@ pub struct Config {
     pub detector: DetectorConfig,
 }
 
+impl Config {
+    /// The connections a source opens at once when its transfer starts, before anything is
+    /// measured: the fixed count, or the count remembered from an earlier search (climbing on
+    /// from it when every level up to it paid), or the search's start; within the per-host and
+    /// total ceilings. A source's own ceilings (its scheme's, or one for an object without
+    /// ranges) may lower it further.
+    pub fn opening_level(&self, remembered: Option<&Remembered>) -> usize {
+        let ceiling = self.per_host.max(1).min(self.total.max(1));
+        let level = match self.concurrency {
+            Concurrency::Fixed(n) => n,
+            Concurrency::Search { start } => match remembered {
+                Some(r) if r.at_ceiling => r.connections.max(start),
+                Some(r) => r.connections,
+                None => start,
+            },
+        };
+        level.clamp(1, ceiling)
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {

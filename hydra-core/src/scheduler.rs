@@ -240,30 +240,19 @@ impl Source {
         if !spec.caps.ranged {
             ceiling = 1;
         }
-        let (level, search, limit) = match cfg.concurrency {
-            Concurrency::Fixed(n) => (n.clamp(1, ceiling), SearchState::Off, LimitReason::None),
-            Concurrency::Search { start } => match spec.remembered {
+        let level = cfg.opening_level(spec.remembered.as_ref()).min(ceiling);
+        let (search, limit) = match cfg.concurrency {
+            Concurrency::Fixed(_) => (SearchState::Off, LimitReason::None),
+            Concurrency::Search { .. } => match spec.remembered {
+                // Every level up to it paid: climb on from there.
                 Some(r) if r.at_ceiling && r.connections < ceiling => {
-                    // Every level up to it paid: climb on from there.
-                    let l = r.connections.max(start).clamp(1, ceiling);
-                    (
-                        l,
-                        SearchState::Settling,
-                        LimitReason::Measuring { level: l },
-                    )
+                    (SearchState::Settling, LimitReason::Measuring { level })
                 }
-                Some(r) => {
-                    let l = r.connections.clamp(1, ceiling);
-                    (l, SearchState::Done, LimitReason::Remembered { serving: l })
-                }
-                None => {
-                    let l = start.clamp(1, ceiling);
-                    (
-                        l,
-                        SearchState::Settling,
-                        LimitReason::Measuring { level: l },
-                    )
-                }
+                Some(_) => (
+                    SearchState::Done,
+                    LimitReason::Remembered { serving: level },
+                ),
+                None => (SearchState::Settling, LimitReason::Measuring { level }),
             },
         };
         let additivity = spec

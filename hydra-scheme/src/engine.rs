@@ -33,8 +33,8 @@ use crate::sink::Sink;
 use crate::writer::{FetchEvent, FetchEventKind, RangeWriter};
 use crate::RangeBound;
 use hydra_core::{
-    Action, ByteRange, Capabilities, Concurrency, Config, ConnId, FetchEnd, FetchId, LimitReason,
-    Notice, Outcome, RangeSet, Remembered, Scheduler, Session, SourceId, SourceSpec,
+    Action, ByteRange, Capabilities, Config, ConnId, FetchEnd, FetchId, LimitReason, Notice,
+    Outcome, RangeSet, Remembered, Scheduler, Session, SourceId, SourceSpec,
 };
 use std::collections::BTreeMap;
 use std::fmt;
@@ -84,22 +84,17 @@ impl Default for EngineOptions {
 
 impl EngineOptions {
     /// Whether a transfer from `sources` primes its probe: only with one source that
-    /// starts on one connection, whose first fetch is then the whole object. With several
-    /// first fetches the one from 0 would end at a split while a primed response runs to the
-    /// end of the object, so the rest would cross the wire as waste and its connection could
-    /// not be reused. A source remembered to open several connections at once
-    /// ([`SourceInput::remembered`]) has several first fetches too.
+    /// starts on one connection ([`Config::opening_level`]), whose first fetch is then the
+    /// whole object. With several first fetches the one from 0 would end at a split while a
+    /// primed response runs to the end of the object, so the rest would cross the wire as
+    /// waste and its connection could not be reused. A fixed count above one, or a source
+    /// remembered to open several connections at once ([`SourceInput::remembered`]), has
+    /// several first fetches.
     pub fn primes(&self, sources: &[SourceInput]) -> bool {
         let [only] = sources else {
             return false;
         };
-        let one = match self.config.concurrency {
-            Concurrency::Search { start } => {
-                start <= 1 && only.remembered.is_none_or(|r| r.connections <= 1)
-            }
-            Concurrency::Fixed(n) => n <= 1,
-        };
-        self.prime_first_probe && one
+        self.prime_first_probe && self.config.opening_level(only.remembered.as_ref()) <= 1
     }
 }
 
@@ -135,15 +130,14 @@ impl SourceInput {
         }
     }
 
-    /// Starts opening, in the background, the sessions beyond the probe's that a remembered
-    /// count says this source will open at once ([`Scheme::prepare`], each bounded by
-    /// `timeout`), so that those fetches start with their request. Drop the returned guard
-    /// when the transfer starts: it aborts those still opening, so that none holds a session
-    /// a fetch would then lack.
-    pub fn prepare(&self, timeout: Duration) -> Preparing {
-        let extra = self
-            .remembered
-            .map_or(0, |r| r.connections.saturating_sub(1));
+    /// Starts opening, in the background, the sessions beyond the probe's that this source
+    /// will open at once under `config` ([`Config::opening_level`]: a fixed count, or one
+    /// remembered from an earlier search), each with [`Scheme::prepare`] bounded by
+    /// `timeout`, so that those fetches start with their request. A search with nothing
+    /// remembered opens nothing ahead. Drop the returned guard when the transfer starts: it
+    /// aborts those still opening, so that none holds a session a fetch would then lack.
+    pub fn prepare(&self, config: &Config, timeout: Duration) -> Preparing {
+        let extra = config.opening_level(self.remembered.as_ref()) - 1;
         self.open_ahead(extra, timeout)
     }
 
@@ -478,7 +472,7 @@ impl Engine {
         let timeout = self.opts.probe_timeout;
         let prime = self.opts.primes(&sources);
         // Aborted (when still opening) as this returns.
-        let _preparing = prepare_all(&sources, timeout);
+        let _preparing = prepare_all(&sources, &self.opts.config, timeout);
         let tasks: Vec<_> = sources
             .into_iter()
             .map(|input| {
@@ -550,7 +544,7 @@ impl Engine {
         let n = sources.len();
         let probing = tokio::time::Instant::now();
         // Aborted (when still opening) as this returns, when the transfer may start.
-        let _preparing = prepare_all(&sources, timeout);
+        let _preparing = prepare_all(&sources, &self.opts.config, timeout);
         let (tx, mut rx) = mpsc::unbounded_channel();
         for input in sources {
             let tx = tx.clone();
@@ -1014,10 +1008,10 @@ impl Engine {
 }
 
 /// Starts [`SourceInput::prepare`] for every source.
-pub fn prepare_all(sources: &[SourceInput], timeout: Duration) -> Preparing {
+pub fn prepare_all(sources: &[SourceInput], config: &Config, timeout: Duration) -> Preparing {
     let mut all = Preparing::default();
     for s in sources {
-        all.extend(s.prepare(timeout));
+        all.extend(s.prepare(config, timeout));
     }
     all
 }

@@ -106,8 +106,11 @@ struct Paced {
     /// Set, and notified, just before the last chunk is written.
     last_chunk_now: AtomicBool,
     last_chunk: Notify,
-    /// Sessions prepared, and how many of them before the last byte was sent.
+    /// Sessions prepared after the probe (the closing checks' spares), and how many of them
+    /// before the last byte was sent.
     prepared: AtomicUsize,
+    /// Sessions a fixed count opened ahead while the probe was out (for its first fetches).
+    opened_ahead: AtomicUsize,
     /// Under [`When::SessionsTakeASetup`]: idle sessions, and sessions checks dialed.
     idle: AtomicUsize,
     dialed_by_checks: AtomicUsize,
@@ -140,6 +143,7 @@ impl Paced {
             last_chunk_now: AtomicBool::new(false),
             last_chunk: Notify::new(),
             prepared: AtomicUsize::new(0),
+            opened_ahead: AtomicUsize::new(0),
             idle: AtomicUsize::new(0),
             dialed_by_checks: AtomicUsize::new(0),
             prepared_before_last_byte: AtomicUsize::new(0),
@@ -403,6 +407,10 @@ async fn transfer_opts(
         scheme.clone(),
     );
     let probed = engine.probe(vec![input]).await.expect("probe");
+    // Those still opening were aborted as the probe returned.
+    let ahead = scheme.prepared.swap(0, Ordering::SeqCst);
+    scheme.prepared_before_last_byte.store(0, Ordering::SeqCst);
+    scheme.opened_ahead.store(ahead, Ordering::SeqCst);
     let sink = Arc::new(MemorySink::new(SIZE as usize));
     let none = RangeSet::new();
     let run = engine.run(&probed, sink.clone(), &none, None);
@@ -525,6 +533,11 @@ async fn a_source_whose_fetch_ended_before_the_last_one_gets_no_spare_session() 
     let (out, sink) = transfer_on(s.clone(), EngineOptions::default().probe_timeout, 2).await;
     out.expect("the object never changed");
     assert_eq!(sink.written().len_bytes(), SIZE);
+    assert_eq!(
+        s.opened_ahead.load(Ordering::SeqCst),
+        1,
+        "the second fetch's"
+    );
     assert_eq!(s.prepared.load(Ordering::SeqCst), 0);
 }
 

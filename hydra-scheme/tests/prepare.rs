@@ -1,4 +1,4 @@
-//! Sessions a remembered count will use are opened while the probe is out
+//! Sessions a fixed or remembered count will use are opened while the probe is out
 //! ([`Scheme::prepare`]), and those still opening when the transfer starts are aborted.
 
 #[macro_use]
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use hydra_core::Remembered;
+use hydra_core::{Concurrency, Config, Remembered};
 use hydra_scheme::{
     Endpoint, Engine, EngineOptions, FetchOutcome, FetchRequest, Probe, Scheme, SchemeError,
     SourceInput,
@@ -142,4 +142,42 @@ async fn without_a_remembered_count_nothing_is_opened_ahead() {
     .expect("probe");
     settle().await;
     assert_eq!(f.prepared.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_fixed_count_of_four_opens_three_sessions_while_probing_and_does_not_prime() {
+    let f = fake(usize::MAX);
+    let opts = EngineOptions {
+        config: Config {
+            concurrency: Concurrency::Fixed(4),
+            ..Config::default()
+        },
+        ..EngineOptions::default()
+    };
+    let sources = vec![input(&f, None)];
+    assert!(!opts.primes(&sources));
+    let engine = Engine::new(opts);
+    tokio::time::timeout(LIMIT, engine.probe(sources))
+        .await
+        .expect("bounded")
+        .expect("probe");
+    assert_eq!(f.prepared.load(Ordering::SeqCst), 3);
+    assert_eq!(f.finished.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn no_more_sessions_are_opened_ahead_than_the_per_host_ceiling_lets_a_source_use() {
+    let f = fake(usize::MAX);
+    let engine = Engine::new(EngineOptions {
+        config: Config {
+            per_host: 2,
+            ..Config::default()
+        },
+        ..EngineOptions::default()
+    });
+    tokio::time::timeout(LIMIT, engine.probe(vec![input(&f, Some(4))]))
+        .await
+        .expect("bounded")
+        .expect("probe");
+    assert_eq!(f.prepared.load(Ordering::SeqCst), 1);
 }
