@@ -151,7 +151,10 @@ pub enum Action {
     },
     /// Stop `fetch` where it is. Report where it stopped with
     /// [`Scheduler::on_shrink_applied`](crate::Scheduler::on_shrink_applied), then its end with
-    /// [`Scheduler::on_end`](crate::Scheduler::on_end) once the session has stopped.
+    /// [`Scheduler::on_end`](crate::Scheduler::on_end) once the session has stopped. The
+    /// scheduler cancels only a fetch whose connection it gives up on (it stalled, it collapsed
+    /// on its own and the work restarts on a new connection, or its source died), so the
+    /// driver does not reuse that connection.
     Cancel {
         /// The fetch.
         fetch: FetchId,

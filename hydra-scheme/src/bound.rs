@@ -36,6 +36,7 @@ struct BoundState {
     claimed: u64,
     hi: u64,
     cancelled: bool,
+    abandoned: bool,
 }
 
 impl RangeBound {
@@ -48,6 +49,7 @@ impl RangeBound {
                 claimed: range.lo,
                 hi: range.hi,
                 cancelled: false,
+                abandoned: false,
             }),
             changed: Notify::new(),
         }
@@ -124,6 +126,20 @@ impl RangeBound {
         effective
     }
 
+    /// Cancels the fetch ([`RangeBound::cancel`]) and marks its session as not to be reused:
+    /// the scheduler gave up on the connection itself (it stalled, collapsed on its own, or
+    /// its source died), so a scheme that pools sessions drops this one instead of handing it
+    /// to the next fetch. Returns the effective far end (= `claimed`).
+    pub fn abandon(&self) -> u64 {
+        self.lock().abandoned = true;
+        self.cancel()
+    }
+
+    /// True once [`RangeBound::abandon`] was called: the fetch's session must not be pooled.
+    pub fn is_abandoned(&self) -> bool {
+        self.lock().abandoned
+    }
+
     /// Resolves once every byte below the far end has been claimed (`claimed == hi`): the fetch
     /// has nothing left to write. A scheme waiting on the network selects on this so that a
     /// shrink or cancel stops a stalled read at once instead of at the next chunk.
@@ -190,6 +206,16 @@ mod tests {
         b.claim(5, 7);
         assert_eq!(b.cancel(), 12);
         assert!(b.is_cancelled());
+        assert!(!b.is_abandoned(), "a cancel alone keeps the session poolable");
+        assert_eq!(b.claim(12, 1), 0);
+    }
+
+    #[test]
+    fn an_abandoned_fetch_is_cancelled_where_it_is_and_marked_so() {
+        let b = bound(5, 100);
+        b.claim(5, 7);
+        assert_eq!(b.abandon(), 12);
+        assert!(b.is_cancelled() && b.is_abandoned());
         assert_eq!(b.claim(12, 1), 0);
     }
 

@@ -868,7 +868,9 @@ impl Engine {
                     }
                     Action::Cancel { fetch } => {
                         if let Some(r) = running.get_mut(&fetch) {
-                            let eff = r.bound.cancel();
+                            // The scheduler cancels only a fetch whose connection it gives up
+                            // on: that session is not pooled for the next fetch.
+                            let eff = r.bound.abandon();
                             r.cancelled_at = Some(Instant::now());
                             sched.on_shrink_applied(fetch, eff);
                         }

@@ -30,14 +30,15 @@ pub const PRIMED_TTL: std::time::Duration = std::time::Duration::from_secs(2);
 /// * A fetch ends with exactly one [`FetchOutcome`]; it never panics on anything a peer sends.
 /// * Sessions are kept (pooled) only when the scheme knows exactly where the last response
 ///   ended; a session whose range was shrunk mid-flight is dropped unless the protocol can stop
-///   it cleanly.
+///   it cleanly. The session of an abandoned fetch (the scheduler gave up on its connection:
+///   [`RangeBound::is_abandoned`](crate::RangeBound::is_abandoned)) is never pooled.
 /// * `capabilities()` is what the scheduler prices; the conformance suite measures it.
 ///
 /// The engine drives a fetch with:
 ///
 /// ```text
 /// let (bound, writer) = RangeWriter::for_range(fetch, range, sink.clone(), observer.clone());
-/// bounds.insert(fetch, bound);                       // Shrink → bound.lower(hi); Cancel → bound.cancel()
+/// bounds.insert(fetch, bound);                       // Shrink → bound.lower(hi); Cancel → bound.abandon()
 /// let req = FetchRequest { endpoint, expect: probe.clone(), slot: conn, writer };
 /// tokio::spawn(async move { scheme.fetch(req).await });   // → FetchOutcome::end()
 /// ```

@@ -482,7 +482,8 @@ impl FtpScheme {
                 }
             }
             match tokio::time::timeout(self.options.reply_timeout, transfer.finish()).await {
-                Ok(Ok(())) => self.pool.put(s, Some(req.slot)),
+                Ok(Ok(())) if !writer.bound().is_abandoned() => self.pool.put(s, Some(req.slot)),
+                Ok(Ok(())) => {}
                 Ok(Err(e)) => tracing::debug!(error = %map_ftp(e), "transfer reply"),
                 Err(_) => tracing::debug!("no transfer reply in time; session dropped"),
             }
@@ -497,7 +498,10 @@ impl FtpScheme {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .push(StopRecord { method, replies });
-                self.pool.put(s, Some(req.slot));
+                // An abandoned fetch's session (it stalled or collapsed) is not reused.
+                if !writer.bound().is_abandoned() {
+                    self.pool.put(s, Some(req.slot));
+                }
             }
             Err(e) => tracing::debug!(error = %e, "stopping failed; session dropped"),
         }

@@ -110,6 +110,56 @@ async fn fetch_seen(
 }
 
 #[tokio::test]
+async fn an_abandoned_fetch_s_session_is_dropped_where_a_cancelled_one_s_is_pooled() {
+    // The engine abandons a fetch whose connection stalled or collapsed: a restart on that
+    // slot must not be handed the same session from the pool.
+    let size = 4_000_000;
+    let o = origin(size, 7).await;
+    let s = scheme(options());
+    let p = probe(&s, &o.url()).await;
+    assert_eq!(s.idle_sessions(), 1);
+    for abandon in [false, true] {
+        let range = ByteRange::new(0, size);
+        let bound = Arc::new(RangeBound::new(range));
+        let b = bound.clone();
+        let once = AtomicBool::new(false);
+        // Stopped on the first bytes written, so that the stop lands mid-transfer.
+        let observer = Arc::new(move |e: FetchEvent| {
+            if matches!(e.kind, FetchEventKind::Bytes { .. }) && !once.swap(true, Ordering::SeqCst)
+            {
+                if abandon {
+                    b.abandon();
+                } else {
+                    b.cancel();
+                }
+            }
+        });
+        let sink = Arc::new(MemorySink::new(size as usize));
+        let req = FetchRequest {
+            endpoint: Arc::new(Endpoint::parse(&o.url()).unwrap()),
+            expect: p.clone(),
+            slot: ConnId(0),
+            writer: RangeWriter::new(
+                FetchId(u64::from(abandon) + 1),
+                bound,
+                sink.clone(),
+                observer,
+            ),
+        };
+        let out = bounded(s.fetch(req)).await;
+        assert!(matches!(out, FetchOutcome::Cancelled), "{out:?}");
+        assert!(sink.written().len_bytes() < size);
+        assert_eq!(
+            s.idle_sessions(),
+            usize::from(!abandon),
+            "abandoned: {abandon}"
+        );
+    }
+    // Both ran on the probe's session.
+    assert_eq!(s.sessions_dialled(), 1);
+}
+
+#[tokio::test]
 async fn a_range_is_fetched_byte_exact_with_rest() {
     let size = 1_000_000;
     let o = origin(size, 7).await;

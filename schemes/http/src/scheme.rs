@@ -549,10 +549,11 @@ impl HttpScheme {
                 got: writer.offset(),
             });
         }
-        // Pool safety: the body was read to its known end, HTTP/1.1 without close, and the
-        // range was not shrunk mid-flight.
+        // Pool safety: the body was read to its known end, HTTP/1.1 without close, the range
+        // was not shrunk mid-flight, and the engine did not abandon the fetch's connection.
         let shrunk = writer.bound().hi() < end_of_body;
-        if keep_alive && !shrunk && writer.offset() == end_of_body {
+        let abandoned = writer.bound().is_abandoned();
+        if keep_alive && !shrunk && !abandoned && writer.offset() == end_of_body {
             if !reached_end && !body.is_end_stream() {
                 reached_end = matches!(tokio::time::timeout(idle, body.frame()).await, Ok(None));
             } else {

@@ -64,7 +64,9 @@ const MAX_EMPTY_REPLIES: u32 = 8;
 ///   outcome. The session stays in the pool, but while another idle session of the host has
 ///   no such reads in flight, a fetch is given that one: it would wait behind them.
 /// * Sessions are pooled per (host, port, user), preferring the fetch slot's last session,
-///   with their file handles kept open. See [`SessionMode`] for connections vs channels.
+///   with their file handles kept open; never the session of a fetch the engine abandoned
+///   ([`RangeBound::abandon`](hydra_scheme::RangeBound::abandon): it stalled or collapsed).
+///   See [`SessionMode`] for connections vs channels.
 pub struct SftpScheme {
     options: SftpOptions,
     connector: Arc<dyn Connector>,
@@ -398,7 +400,9 @@ impl SftpScheme {
                         s.draining.fetch_add(leftover.len(), Ordering::Relaxed);
                         (leftover, s.draining.clone())
                     });
-                    self.pool.put(s, slot);
+                    if !req.writer.bound().is_abandoned() {
+                        self.pool.put(s, slot);
+                    }
                     return Ok((req.writer.outcome_at_bound(), leftover));
                 }
                 Err(e) => {
@@ -412,7 +416,9 @@ impl SftpScheme {
                     if matches!(e, ErrorKind::ObjectChanged { .. }) {
                         self.drop_handle(&mut s, &path).await;
                     }
-                    self.pool.put(s, slot);
+                    if !req.writer.bound().is_abandoned() {
+                        self.pool.put(s, slot);
+                    }
                     return Err(e);
                 }
             }

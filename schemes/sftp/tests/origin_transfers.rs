@@ -237,6 +237,44 @@ async fn a_cancelled_fetch_ends_cancelled_with_only_claimed_bytes() {
 }
 
 #[tokio::test]
+async fn an_abandoned_fetch_s_session_is_dropped_where_a_cancelled_one_s_is_pooled() {
+    // The engine abandons a fetch whose connection stalled or collapsed: a restart on that
+    // slot must not be handed the same connection from the pool.
+    let origin = Origin::start(OriginConfig::default()).await.unwrap();
+    origin.set(Misbehaviour {
+        reply_delay: Some(Duration::from_millis(50)),
+        ..Misbehaviour::default()
+    });
+    let tmp = temp_dir("abandon");
+    let dir = tmp.path();
+    let scheme = Arc::new(SftpScheme::new(trusting(&origin, dir)));
+    let ep = endpoint(&origin);
+    let p = probe(&scheme, &ep).await;
+    for abandon in [false, true] {
+        let f = fetch_of(&ep, &p, ByteRange::new(0, p.size), 2);
+        let bound = f.bound.clone();
+        let s2 = scheme.clone();
+        let task = tokio::spawn(async move { run(&s2, f.request).await });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let eff = if abandon {
+            bound.abandon()
+        } else {
+            bound.cancel()
+        };
+        let outcome = tokio::time::timeout(LIMIT, task).await.unwrap().unwrap();
+        assert!(matches!(outcome, FetchOutcome::Cancelled), "{outcome:?}");
+        assert_eq!(f.sink.written().len_bytes(), eff);
+        assert_eq!(
+            f.events.lock().unwrap().first(),
+            Some(&FetchEventKind::Connected { reused: true }),
+            "both fetches run on the probe's session"
+        );
+        let pooled = usize::from(!abandon);
+        assert_eq!(scheme.idle_sessions(), pooled, "abandoned: {abandon}");
+    }
+}
+
+#[tokio::test]
 async fn short_reads_are_completed() {
     let origin = Origin::start(OriginConfig {
         size: 300_000,
