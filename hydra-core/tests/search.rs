@@ -821,30 +821,39 @@ fn a_mirror_collapsing_at_any_moment_costs_at_most_a_few_percent_over_the_oracle
     // would take them: the mean over these moments was 1.031x; priced against the level at
     // which the first fetches to end have taken them, 1.019x with about half the repairs
     // (1.020x since a freed slot's take is net of its setup).
-    let mut worst = (0.0, Duration::ZERO);
-    let mut sum = 0.0;
-    let mut n = 0.0;
-    for ms in (1_000..=4_400).step_by(200) {
-        let at = Duration::from_millis(ms);
-        let (r, ratio) = collapse_at(at);
-        assert_eq!(
-            r.outcome,
-            Some(Outcome::Complete),
-            "collapse at {ms} ms: {r:?}"
-        );
-        if ratio > worst.0 {
-            worst = (ratio, at);
-        }
-        sum += ratio;
-        n += 1.0;
-    }
+    let (worst, mean) = collapse_sweep(&[0]);
     assert!(
         worst.0 < 1.05,
         "{:.3} with the collapse at {:?}",
         worst.0,
         worst.1
     );
-    assert!(sum / n < 1.025, "mean {:.4}", sum / n);
+    assert!(mean < 1.025, "mean {mean:.4}");
+}
+
+/// [`collapse_at`] at 18 moments 200 ms apart from 1.0 to 4.4 s, each shifted by every one of
+/// `phases_ms`: the worst ratio with its moment, and the mean. Every run must complete.
+fn collapse_sweep(phases_ms: &[u64]) -> ((f64, Duration), f64) {
+    let mut worst = (0.0, Duration::ZERO);
+    let mut sum = 0.0;
+    let mut n = 0.0;
+    for &phase in phases_ms {
+        for ms in (1_000..=4_400).step_by(200) {
+            let at = Duration::from_millis(ms + phase);
+            let (r, ratio) = collapse_at(at);
+            assert_eq!(
+                r.outcome,
+                Some(Outcome::Complete),
+                "collapse at {at:?}: {r:?}"
+            );
+            if ratio > worst.0 {
+                worst = (ratio, at);
+            }
+            sum += ratio;
+            n += 1.0;
+        }
+    }
+    (worst, sum / n)
 }
 
 #[test]
@@ -1055,30 +1064,13 @@ fn a_mirror_collapsing_at_any_phase_of_its_rate_windows_costs_at_most_a_tenth_ov
     // The sweep above at eight phases of the 100 ms rate windows (25 ms apart), 144 moments:
     // its own 18 all fall at one phase. The worst, 1.083x, is a collapse at 4.55 s, 0.46 s
     // before the oracle's end; the mean is 1.021x.
-    let mut worst = (0.0, Duration::ZERO);
-    let mut sum = 0.0;
-    let mut n = 0.0;
-    for phase in (0..200).step_by(25) {
-        for ms in (1_000..=4_400).step_by(200) {
-            let at = Duration::from_millis(ms + phase);
-            let (r, ratio) = collapse_at(at);
-            assert_eq!(
-                r.outcome,
-                Some(Outcome::Complete),
-                "collapse at {at:?}: {r:?}"
-            );
-            if ratio > worst.0 {
-                worst = (ratio, at);
-            }
-            sum += ratio;
-            n += 1.0;
-        }
-    }
+    let phases: Vec<u64> = (0..200).step_by(25).collect();
+    let (worst, mean) = collapse_sweep(&phases);
     assert!(
         worst.0 < 1.10,
         "{:.3} with the collapse at {:?}",
         worst.0,
         worst.1
     );
-    assert!(sum / n < 1.025, "mean {:.4}", sum / n);
+    assert!(mean < 1.025, "mean {mean:.4}");
 }

@@ -206,7 +206,10 @@ mod tests {
         b.claim(5, 7);
         assert_eq!(b.cancel(), 12);
         assert!(b.is_cancelled());
-        assert!(!b.is_abandoned(), "a cancel alone keeps the session poolable");
+        assert!(
+            !b.is_abandoned(),
+            "a cancel alone keeps the session poolable"
+        );
         assert_eq!(b.claim(12, 1), 0);
     }
 

@@ -1,11 +1,18 @@
-//! The end of a transfer does not wait for fetches that are still winding down.
+//! Sources that stop answering.
 //!
-//! Two in-memory sources serve the same object. `steady` writes a chunk every `GAP`; `hung`
-//! writes a few chunks and then hangs without ever looking at its bound, as a scheme does
-//! while it waits for a reply from a server that stopped answering (an FTP transfer's closing
-//! reply, an SFTP close). Once `steady` has every byte, nothing `hung` could still do can
-//! change the file, so the engine must finish then, not after `cancel_grace`, and must not
-//! leave the hung fetch running behind it.
+//! The end of a transfer does not wait for fetches that are still winding down. Two in-memory
+//! sources serve the same object. `steady` writes a chunk every `GAP`; `hung` writes a few
+//! chunks and then hangs without ever looking at its bound, as a scheme does while it waits
+//! for a reply from a server that stopped answering (an FTP transfer's closing reply, an SFTP
+//! close). Once `steady` has every byte, nothing `hung` could still do can change the file, so
+//! the engine must finish then, not after `cancel_grace`, and must not leave the hung fetch
+//! running behind it.
+//!
+//! A fetch the scheduler gives up on (its connection stalled, collapsed on its own, or its
+//! source died) reaches its scheme abandoned ([`hydra_scheme::RangeBound::abandon`]), so that
+//! a scheme that pools sessions does not hand that connection to the next fetch: `silent`
+//! writes a few chunks and then nothing, waiting on its bound as a scheme waiting for a reply
+//! does, until the scheduler declares it stalled and cancels it.
 
 #[macro_use]
 mod common;
@@ -18,7 +25,7 @@ use async_trait::async_trait;
 use hydra_core::{Concurrency, Config};
 use hydra_scheme::{
     Endpoint, Engine, EngineOptions, ErrorKind, FetchOutcome, FetchRequest, MemorySink, Probe,
-    RangeSet, Scheme, SchemeError, Sink, SourceInput, Validator,
+    RangeSet, Report, Scheme, SchemeError, Sink, SourceInput, Validator,
 };
 
 const SIZE: u64 = 256 * 1024;
@@ -26,6 +33,8 @@ const CHUNK: u64 = 4096;
 const GAP: Duration = Duration::from_millis(5);
 /// Chunks the hung source writes before it stops answering.
 const HUNG_AFTER_CHUNKS: u64 = 8;
+/// Chunks the silent source writes before it stops.
+const SILENT_AFTER_CHUNKS: u64 = 4;
 
 fn byte_at(offset: u64) -> u8 {
     (offset % 251) as u8
@@ -40,18 +49,34 @@ impl Drop for DropCount {
     }
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Behaviour {
+    /// A chunk every `GAP` to the end.
+    Steady,
+    /// The first fetch hangs after `HUNG_AFTER_CHUNKS`, later ones at once, never looking at
+    /// their bound.
+    Hangs,
+    /// Every fetch stops writing after `SILENT_AFTER_CHUNKS` and waits on its bound.
+    Silent,
+}
+
 struct Fake {
-    hangs: bool,
+    behaviour: Behaviour,
     fetches: AtomicUsize,
     dropped: Arc<AtomicUsize>,
+    /// Fetches that ended with their bound cancelled, and those of them abandoned.
+    cancelled: AtomicUsize,
+    abandoned: AtomicUsize,
 }
 
 impl Fake {
-    fn new(hangs: bool) -> Arc<Self> {
+    fn new(behaviour: Behaviour) -> Arc<Self> {
         Arc::new(Fake {
-            hangs,
+            behaviour,
             fetches: AtomicUsize::new(0),
             dropped: Arc::new(AtomicUsize::new(0)),
+            cancelled: AtomicUsize::new(0),
+            abandoned: AtomicUsize::new(0),
         })
     }
 }
@@ -72,7 +97,8 @@ impl Scheme for Fake {
     }
 
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
-        let _guard = self.hangs.then(|| DropCount(self.dropped.clone()));
+        let hangs = self.behaviour == Behaviour::Hangs;
+        let _guard = hangs.then(|| DropCount(self.dropped.clone()));
         let first = self.fetches.fetch_add(1, Ordering::SeqCst) == 0;
         let w = &mut request.writer;
         w.connected(false);
@@ -80,10 +106,14 @@ impl Scheme for Fake {
         w.first_byte();
         let mut chunks = 0;
         while w.remaining() > 0 {
-            if self.hangs && (!first || chunks == HUNG_AFTER_CHUNKS) {
+            if hangs && (!first || chunks == HUNG_AFTER_CHUNKS) {
                 // The server stopped answering, and this fetch waits for it without looking
                 // at its bound.
                 std::future::pending::<()>().await;
+            }
+            if self.behaviour == Behaviour::Silent && chunks == SILENT_AFTER_CHUNKS {
+                w.bound().exhausted().await;
+                break;
             }
             let n = w.remaining().min(CHUNK);
             let chunk: Vec<u8> = (w.offset()..w.offset() + n).map(byte_at).collect();
@@ -96,22 +126,26 @@ impl Scheme for Fake {
                 _ = tokio::time::sleep(GAP) => {}
             }
         }
+        if w.bound().is_cancelled() {
+            self.cancelled.fetch_add(1, Ordering::SeqCst);
+        }
+        if w.bound().is_abandoned() {
+            self.abandoned.fetch_add(1, Ordering::SeqCst);
+        }
         w.outcome_at_bound()
     }
 }
 
-#[tokio::test]
-async fn a_transfer_holding_every_byte_does_not_wait_for_a_fetch_stuck_on_a_hung_server() {
-    let steady = Fake::new(false);
-    let hung = Fake::new(true);
+/// A transfer from `steady` and `other` with a 300 ms stall timeout and `cancel_grace`, one
+/// connection each; every byte must arrive, in place.
+async fn transfer(steady: &Arc<Fake>, other: &Arc<Fake>, cancel_grace: Duration) -> Report {
     let engine = Engine::new(EngineOptions {
         config: Config {
             concurrency: Concurrency::Fixed(1),
             stall_timeout: Duration::from_millis(300),
             ..Config::default()
         },
-        // Far longer than the test's own deadline: waiting it out fails the test.
-        cancel_grace: Duration::from_secs(3600),
+        cancel_grace,
         ..EngineOptions::default()
     });
     let inputs = vec![
@@ -121,7 +155,7 @@ async fn a_transfer_holding_every_byte_does_not_wait_for_a_fetch_stuck_on_a_hung
         ),
         SourceInput::new(
             Endpoint::parse("fake://127.0.0.1:2/object").expect("url"),
-            hung.clone(),
+            other.clone(),
         ),
     ];
     let probed = engine.probe(inputs).await.expect("probe");
@@ -130,17 +164,8 @@ async fn a_transfer_holding_every_byte_does_not_wait_for_a_fetch_stuck_on_a_hung
     let run = engine.run(&probed, sink.clone(), &none, None);
     let report = tokio::time::timeout(Duration::from_secs(60), run)
         .await
-        .expect("the transfer ended without waiting out cancel_grace")
+        .expect("the transfer ended within the test's bound (not after cancel_grace)")
         .expect("the steady source delivers every byte");
-
-    assert!(
-        hung.fetches.load(Ordering::SeqCst) >= 1,
-        "the hung source was never asked"
-    );
-    assert!(
-        report.bytes_per_source[1] >= CHUNK,
-        "the hung source delivered nothing before it hung"
-    );
     assert_eq!(report.bytes_per_source.iter().sum::<u64>(), SIZE);
     assert_eq!(sink.written().len_bytes(), SIZE);
     let contents = sink.contents();
@@ -150,6 +175,23 @@ async fn a_transfer_holding_every_byte_does_not_wait_for_a_fetch_stuck_on_a_hung
             .enumerate()
             .all(|(i, &b)| b == byte_at(i as u64)),
         "a byte is out of place"
+    );
+    report
+}
+
+#[tokio::test]
+async fn a_transfer_holding_every_byte_does_not_wait_for_a_fetch_stuck_on_a_hung_server() {
+    let steady = Fake::new(Behaviour::Steady);
+    let hung = Fake::new(Behaviour::Hangs);
+    // Far longer than the test's own deadline: waiting it out fails the test.
+    let report = transfer(&steady, &hung, Duration::from_secs(3600)).await;
+    assert!(
+        hung.fetches.load(Ordering::SeqCst) >= 1,
+        "the hung source was never asked"
+    );
+    assert!(
+        report.bytes_per_source[1] >= CHUNK,
+        "the hung source delivered nothing before it hung"
     );
     // Every hung fetch is aborted, not left running behind the finished transfer. The abort
     // takes effect at the task's next poll: wait for it, within a bound.
@@ -161,4 +203,20 @@ async fn a_transfer_holding_every_byte_does_not_wait_for_a_fetch_stuck_on_a_hung
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(hung.dropped.load(Ordering::SeqCst), fetches);
+}
+
+#[tokio::test]
+async fn a_fetch_the_scheduler_gives_up_on_reaches_its_scheme_abandoned() {
+    let steady = Fake::new(Behaviour::Steady);
+    let silent = Fake::new(Behaviour::Silent);
+    let report = transfer(&steady, &silent, EngineOptions::default().cancel_grace).await;
+    assert!(report.bytes_per_source[1] >= CHUNK);
+    // The silent source's fetch was stalled and cancelled by the scheduler: abandoned.
+    assert!(silent.cancelled.load(Ordering::SeqCst) >= 1);
+    assert_eq!(
+        silent.abandoned.load(Ordering::SeqCst),
+        silent.cancelled.load(Ordering::SeqCst)
+    );
+    // Nothing the steady source ran was given up on.
+    assert_eq!(steady.abandoned.load(Ordering::SeqCst), 0);
 }

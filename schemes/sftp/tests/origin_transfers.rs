@@ -214,32 +214,10 @@ async fn lowering_the_bound_stops_issuing_reads_and_the_session_is_reused() {
 }
 
 #[tokio::test]
-async fn a_cancelled_fetch_ends_cancelled_with_only_claimed_bytes() {
-    let origin = Origin::start(OriginConfig::default()).await.unwrap();
-    origin.set(Misbehaviour {
-        reply_delay: Some(Duration::from_millis(50)),
-        ..Misbehaviour::default()
-    });
-    let tmp = temp_dir("cancel");
-    let dir = tmp.path();
-    let scheme = Arc::new(SftpScheme::new(trusting(&origin, dir)));
-    let ep = endpoint(&origin);
-    let p = probe(&scheme, &ep).await;
-    let f = fetch_of(&ep, &p, ByteRange::new(0, p.size), 2);
-    let bound = f.bound.clone();
-    let s2 = scheme.clone();
-    let task = tokio::spawn(async move { run(&s2, f.request).await });
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    let eff = bound.cancel();
-    let outcome = tokio::time::timeout(LIMIT, task).await.unwrap().unwrap();
-    assert!(matches!(outcome, FetchOutcome::Cancelled), "{outcome:?}");
-    assert_eq!(f.sink.written().len_bytes(), eff);
-}
-
-#[tokio::test]
-async fn an_abandoned_fetch_s_session_is_dropped_where_a_cancelled_one_s_is_pooled() {
+async fn a_cancelled_fetch_ends_with_only_claimed_bytes_and_keeps_its_session_unless_abandoned() {
     // The engine abandons a fetch whose connection stalled or collapsed: a restart on that
-    // slot must not be handed the same connection from the pool.
+    // slot must not be handed the same connection from the pool. A plain cancel (the end of a
+    // transfer) keeps it.
     let origin = Origin::start(OriginConfig::default()).await.unwrap();
     origin.set(Misbehaviour {
         reply_delay: Some(Duration::from_millis(50)),
