@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use hydra_core::Capabilities;
 use hydra_scheme::{
-    ConnId, Endpoint, ErrorKind, FetchOutcome, FetchRequest, Probe, Scheme, SchemeError,
-    TimeoutPhase, Validator,
+    ConnId, Endpoint, ErrorKind, FetchOutcome, FetchRequest, Probe, RangeWriter, Scheme,
+    SchemeError, TimeoutPhase, Validator,
 };
 use suppaftp::Mode;
 use tokio::io::AsyncReadExt;
@@ -128,6 +128,14 @@ impl FtpScheme {
     /// Every early stop so far, oldest first.
     pub fn stops(&self) -> Vec<StopRecord> {
         self.stops.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Pools a fetch's session for the next fetch on `slot`, unless the engine abandoned the
+    /// fetch (it stalled or collapsed: [`RangeBound::abandon`](hydra_scheme::RangeBound::abandon)).
+    fn give_back(&self, s: Session, writer: &RangeWriter, slot: ConnId) {
+        if !writer.bound().is_abandoned() {
+            self.pool.put(s, Some(slot));
+        }
     }
 
     fn lock_rest(&self) -> MutexGuard<'_, BTreeMap<HostKey, bool>> {
@@ -482,8 +490,7 @@ impl FtpScheme {
                 }
             }
             match tokio::time::timeout(self.options.reply_timeout, transfer.finish()).await {
-                Ok(Ok(())) if !writer.bound().is_abandoned() => self.pool.put(s, Some(req.slot)),
-                Ok(Ok(())) => {}
+                Ok(Ok(())) => self.give_back(s, writer, req.slot),
                 Ok(Err(e)) => tracing::debug!(error = %map_ftp(e), "transfer reply"),
                 Err(_) => tracing::debug!("no transfer reply in time; session dropped"),
             }
@@ -498,10 +505,7 @@ impl FtpScheme {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .push(StopRecord { method, replies });
-                // An abandoned fetch's session (it stalled or collapsed) is not reused.
-                if !writer.bound().is_abandoned() {
-                    self.pool.put(s, Some(req.slot));
-                }
+                self.give_back(s, writer, req.slot);
             }
             Err(e) => tracing::debug!(error = %e, "stopping failed; session dropped"),
         }

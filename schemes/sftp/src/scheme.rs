@@ -248,6 +248,14 @@ impl SftpScheme {
         &self.options
     }
 
+    /// Pools a fetch's session for the next fetch on `slot`, unless the engine abandoned the
+    /// fetch (it stalled or collapsed: [`RangeBound::abandon`](hydra_scheme::RangeBound::abandon)).
+    fn give_back(&self, s: Session, writer: &RangeWriter, slot: Option<ConnId>) {
+        if !writer.bound().is_abandoned() {
+            self.pool.put(s, slot);
+        }
+    }
+
     /// Idle pooled sessions.
     pub fn idle_sessions(&self) -> usize {
         self.pool.idle_count()
@@ -400,9 +408,7 @@ impl SftpScheme {
                         s.draining.fetch_add(leftover.len(), Ordering::Relaxed);
                         (leftover, s.draining.clone())
                     });
-                    if !req.writer.bound().is_abandoned() {
-                        self.pool.put(s, slot);
-                    }
+                    self.give_back(s, &req.writer, slot);
                     return Ok((req.writer.outcome_at_bound(), leftover));
                 }
                 Err(e) => {
@@ -416,9 +422,7 @@ impl SftpScheme {
                     if matches!(e, ErrorKind::ObjectChanged { .. }) {
                         self.drop_handle(&mut s, &path).await;
                     }
-                    if !req.writer.bound().is_abandoned() {
-                        self.pool.put(s, slot);
-                    }
+                    self.give_back(s, &req.writer, slot);
                     return Err(e);
                 }
             }
