@@ -7,13 +7,24 @@
 //! temporary file, fsync it, rename it over the old one, fsync the directory). A range in the
 //! control file is therefore always on disk; bytes written after the last checkpoint are
 //! simply fetched again.
+//!
+//! The file is local input like any other: [`Control::load`] refuses (with one line saying
+//! why) a file that is not JSON, too large, of another version, or whose values are
+//! impossible — ranges out of order, overlapping or past the size, times past what a clock
+//! holds — so a damaged or hostile file means a fresh start, never a panic. Every file this
+//! module writes is private (mode 0600), never written through a symbolic link, and keeps
+//! no credentials or query strings of the URLs it records ([`redact`]).
 
 use hydra_scheme::{ByteRange, Probe, RangeSet, Sink, Validator};
 use serde::{Deserialize, Serialize};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
+
+/// Largest control file read: far above any real one (a range is ~25 bytes of JSON).
+pub const MAX_BYTES: u64 = 64 << 20;
 
 /// Version of the control file format.
 pub const VERSION: u32 = 1;
@@ -34,7 +45,7 @@ pub struct Control {
 /// A source and its probe, as recorded.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RecordedSource {
-    /// The URL without credentials.
+    /// The URL without credentials, query or fragment ([`redact`]).
     pub url: String,
     /// Size it reported.
     pub size: u64,
@@ -57,10 +68,10 @@ pub enum RecordedValidator {
 }
 
 impl RecordedSource {
-    /// Records `probe` for `url`.
+    /// Records `probe` for `url` (kept in its [`redact`]ed form).
     pub fn new(url: String, probe: &Probe) -> Self {
         RecordedSource {
-            url,
+            url: redact(&url),
             size: probe.size,
             ranged: probe.ranged,
             validator: probe.validator.as_ref().map(|v| match v {
@@ -84,16 +95,90 @@ impl RecordedSource {
                 RecordedValidator::Strong(s) => Validator::Strong(s.clone()),
                 RecordedValidator::Weak(s) => Validator::Weak(s.clone()),
             }),
-            last_modified: self
-                .last_modified
-                .map(|[s, n]| SystemTime::UNIX_EPOCH + Duration::new(s, n.min(999_999_999) as u32)),
+            last_modified: self.last_modified.and_then(recorded_time),
             connect: Duration::ZERO,
             first_byte: Duration::ZERO,
         }
     }
 }
 
+/// The time `[seconds, nanoseconds]` since the epoch, when it is one: nanoseconds below 10⁹
+/// and the sum within what [`SystemTime`] holds.
+fn recorded_time([s, n]: [u64; 2]) -> Option<SystemTime> {
+    let n = u32::try_from(n).ok().filter(|n| *n < 1_000_000_000)?;
+    SystemTime::UNIX_EPOCH.checked_add(Duration::new(s, n))
+}
+
+/// `url` as the control file and the host memory keep it: without user name, password, query
+/// or fragment (a signed URL's token, a session id). Resume matches a source by this form,
+/// so a mirror whose token was renewed still finds its record; its probe decides whether it
+/// still serves the recorded object. Text that is not a URL is cut at `?` and `#`.
+pub fn redact(url: &str) -> String {
+    match hydra_scheme::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string()
+        }
+        Err(_) => url.split(['?', '#']).next().unwrap_or_default().to_owned(),
+    }
+}
+
 impl Control {
+    /// The record of the source at `url`, matched by the [`redact`]ed form.
+    pub fn source(&self, url: &str) -> Option<&RecordedSource> {
+        let url = redact(url);
+        self.sources.iter().find(|s| redact(&s.url) == url)
+    }
+
+    /// Why the file's values are impossible, if they are: no source, a source of another
+    /// size, a time no clock holds, or written ranges empty, past the size, unsorted or
+    /// overlapping.
+    pub fn check(&self) -> Result<(), String> {
+        if self.version != VERSION {
+            return Err(format!(
+                "control file version {} (this hydra writes {VERSION})",
+                self.version
+            ));
+        }
+        if self.sources.is_empty() {
+            return Err("the control file records no source".into());
+        }
+        for s in &self.sources {
+            if s.size != self.size {
+                return Err(format!(
+                    "a recorded source has size {}, the object {}",
+                    s.size, self.size
+                ));
+            }
+            if let Some([secs, nanos]) = s.last_modified {
+                if recorded_time([secs, nanos]).is_none() {
+                    return Err(format!(
+                        "a recorded modification time ({secs} s, {nanos} ns) is not a time"
+                    ));
+                }
+            }
+        }
+        let mut end = 0;
+        for [lo, hi] in &self.written {
+            if lo >= hi || *hi > self.size {
+                return Err(format!(
+                    "written range [{lo}, {hi}) is not within the object's {} bytes",
+                    self.size
+                ));
+            }
+            if *lo < end {
+                return Err(format!(
+                    "written range [{lo}, {hi}) overlaps or precedes the one ending at {end}"
+                ));
+            }
+            end = *hi;
+        }
+        Ok(())
+    }
+
     /// The written ranges as a set (ranges outside the object are dropped).
     pub fn written_set(&self) -> RangeSet {
         let mut s = RangeSet::new();
@@ -111,41 +196,69 @@ impl Control {
         self.written = set.iter().map(|r| [r.lo, r.hi]).collect();
     }
 
-    /// Reads a control file.
+    /// Reads a control file (never through a symbolic link: `ELOOP`). A file that is not
+    /// one, or whose values are impossible ([`Control::check`]), is `InvalidData` with one
+    /// line saying why.
     pub fn load(path: &Path) -> io::Result<Control> {
-        let text = std::fs::read_to_string(path)?;
-        let c: Control = serde_json::from_str(&text)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        if c.version != VERSION {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "control file version {} (this hydra writes {VERSION})",
-                    c.version
-                ),
-            ));
+        let f = std::fs::File::options()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(path)?;
+        let mut bytes = Vec::new();
+        f.take(MAX_BYTES + 1).read_to_end(&mut bytes)?;
+        Control::parse(&bytes)
+    }
+
+    /// A control file from its bytes; see [`Control::load`].
+    pub fn parse(bytes: &[u8]) -> io::Result<Control> {
+        let invalid = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
+        if bytes.len() as u64 > MAX_BYTES {
+            return Err(invalid(format!(
+                "a control file is at most {MAX_BYTES} bytes"
+            )));
         }
+        let c: Control = serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
+        c.check().map_err(invalid)?;
         Ok(c)
     }
 
-    /// Replaces the file at `path` atomically and durably.
+    /// Replaces the file at `path` atomically and durably: written to a new private file
+    /// beside it under a name no other writer uses (`create_new`: never through a link),
+    /// synced, renamed over `path` (which replaces a link there rather than following it).
     pub fn store(&self, path: &Path) -> io::Result<()> {
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(
-                serde_json::to_string(self)
-                    .expect("a control file serializes")
-                    .as_bytes(),
-            )?;
-            f.write_all(b"\n")?;
-            f.sync_all()?;
-        }
-        std::fs::rename(&tmp, path)?;
+        let mut text = serde_json::to_vec(self).expect("a control file serializes");
+        text.push(b'\n');
+        replace_file(path, &text)?;
         sync_dir(path)
     }
+}
+
+/// Writes `bytes` to a new private file beside `path` (`PATH.<pid>.<n>.tmp`, created with
+/// `O_EXCL`, mode 0600, synced), then renames it over `path`. The temporary file is removed
+/// when any step fails.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(
+        ".{}.{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let tmp = PathBuf::from(tmp);
+    let mut f = std::fs::File::options()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(&tmp)?;
+    let written = f
+        .write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// Fsyncs the directory holding `path` (so a rename in it is durable).
@@ -240,6 +353,11 @@ impl PartSink {
     pub fn fetched(&self) -> u64 {
         self.inner.written().len_bytes()
     }
+
+    /// The part file, open.
+    pub fn file(&self) -> &std::fs::File {
+        self.inner.file()
+    }
 }
 
 impl Sink for PartSink {
@@ -277,6 +395,12 @@ impl Sink for PartSink {
     fn finish(&self) -> io::Result<()> {
         self.inner.finish()
     }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.inner.read_at(offset, buf)
+    }
+    fn forget(&self, range: ByteRange) -> bool {
+        self.inner.forget(range)
+    }
 }
 
 #[cfg(test)]
@@ -310,7 +434,134 @@ mod tests {
         assert_eq!(back, c);
         assert_eq!(back.written_set(), w);
         assert!(back.sources[0].probe().same_object(&probe));
-        assert!(!dir.path().join("f.hydra-part.json.tmp").exists());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["f.hydra-part.json"], "no temporary file is left");
+    }
+
+    fn one_source(size: u64) -> Control {
+        let probe = Probe {
+            size,
+            ranged: true,
+            validator: None,
+            last_modified: None,
+            connect: Duration::ZERO,
+            first_byte: Duration::ZERO,
+        };
+        Control {
+            version: VERSION,
+            size,
+            sources: vec![RecordedSource::new("http://h/f".into(), &probe)],
+            written: vec![],
+        }
+    }
+
+    #[test]
+    fn a_control_file_with_impossible_values_is_refused_in_one_line_never_a_panic() {
+        let good = serde_json::to_string(&one_source(100)).unwrap();
+        let lm =
+            |v: &str| good.replace("\"last_modified\":null", &format!("\"last_modified\":{v}"));
+        let written = |v: &str| good.replace("\"written\":[]", &format!("\"written\":{v}"));
+        let bad = [
+            lm("[18446744073709551615,0]"),
+            lm("[9223372036854775808,999999999]"),
+            lm("[0,1000000000]"),
+            lm("[0,18446744073709551615]"),
+            written("[[0,101]]"),
+            written("[[50,40]]"),
+            written("[[5,5]]"),
+            written("[[50,60],[0,10]]"),
+            written("[[0,10],[5,20]]"),
+            good.replace("\"size\":100,\"sources\"", "\"size\":7,\"sources\""),
+            good.replace("\"version\":1", "\"version\":2"),
+            good[..good.len() / 2].to_owned(),
+            r#"{"version":1,"size":100,"sources":[],"written":[]}"#.to_owned(),
+            "\u{0}\u{1}".to_owned(),
+        ];
+        assert!(Control::parse(good.as_bytes()).is_ok(), "{good}");
+        for b in bad {
+            let e = Control::parse(b.as_bytes()).expect_err(&b).to_string();
+            assert!(!e.is_empty() && !e.contains('\n'), "{b}: {e}");
+            assert!(!e.contains("Some("), "{b}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_control_file_is_private_and_never_read_or_written_through_a_symlink() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.hydra-part.json");
+        let c = one_source(10);
+        c.store(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+
+        let target = dir.path().join("precious");
+        std::fs::write(&target, b"keep me").unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        assert!(Control::load(&path).is_err(), "a link is not read through");
+        c.store(&path).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
+        assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
+    }
+
+    #[test]
+    fn recorded_urls_keep_no_credentials_query_or_fragment_and_still_match_their_source() {
+        assert_eq!(
+            redact("https://anna:pw@h.example/d/f.iso?X-Amz-Signature=abc&t=1#frag"),
+            "https://h.example/d/f.iso"
+        );
+        assert_eq!(redact("not a url?token=1"), "not a url");
+        let probe = one_source(10).sources[0].probe();
+        let c = Control {
+            sources: vec![RecordedSource::new(
+                "http://u:p@h/f?token=one".into(),
+                &probe,
+            )],
+            ..one_source(10)
+        };
+        let text = serde_json::to_string(&c).unwrap();
+        for secret in ["token", "one", "u:p", "u@"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        assert!(c.source("http://h/f?token=two").is_some());
+        assert!(c.source("http://h/g?token=one").is_none());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn loading_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+            let _ = Control::parse(&bytes);
+        }
+
+        #[test]
+        fn a_control_file_with_hostile_values_loads_only_when_consistent(
+            size in proptest::prelude::any::<u64>(),
+            source_size in proptest::prelude::any::<u64>(),
+            lm in proptest::option::of(proptest::prelude::any::<[u64; 2]>()),
+            written in proptest::collection::vec(proptest::prelude::any::<[u64; 2]>(), 0..6),
+            small in proptest::prelude::any::<bool>(),
+        ) {
+            // Half the cases draw sizes and ranges small enough to be consistent now and then.
+            let m = |v: u64| if small { v % 64 } else { v };
+            let mut c = one_source(m(size));
+            c.sources[0].size = if small { c.size } else { source_size };
+            c.sources[0].last_modified = lm;
+            c.written = written.iter().map(|[a, b]| [m(*a), m(*b)]).collect();
+            let text = serde_json::to_vec(&c).unwrap();
+            if let Ok(back) = Control::parse(&text) {
+                let _ = back.sources[0].probe();
+                let set = back.written_set();
+                proptest::prop_assert_eq!(set.len_bytes(), back.written.iter().map(|[a, b]| b - a).sum::<u64>());
+                proptest::prop_assert!(back.written.windows(2).all(|w| w[0][1] <= w[1][0]));
+                proptest::prop_assert!(back.written.iter().all(|[a, b]| a < b && *b <= back.size));
+            }
+        }
     }
 
     #[test]

@@ -262,6 +262,7 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
         },
         resume: false,
         restart_on_change: false,
+        no_clobber: false,
         checksum: None,
         limit_rate: None,
         ui: Ui {

@@ -36,6 +36,19 @@ pub trait Sink: Send + Sync {
     fn overlap_bytes(&self) -> u64;
     /// Makes every written byte durable.
     fn finish(&self) -> io::Result<()>;
+    /// Reads back written bytes at `offset` into `buf` (the engine compares a stream's first
+    /// bytes with what is held; see `engine::proof`). The default cannot: `Unsupported`.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let _ = (offset, buf);
+        Err(io::ErrorKind::Unsupported.into())
+    }
+    /// Forgets that the bytes of `range` were written: they are no longer trusted and will be
+    /// written again (not counted as overlap then). `false` when the sink cannot forget, and
+    /// the engine then refuses the transfer instead of fetching them again.
+    fn forget(&self, range: ByteRange) -> bool {
+        let _ = range;
+        false
+    }
 }
 
 /// The written set and the overlap count, shared by the sinks in this module.
@@ -64,6 +77,9 @@ impl Coverage {
     }
     fn overlap(&self) -> u64 {
         self.lock().overlap
+    }
+    fn forget(&self, r: ByteRange) {
+        self.lock().written.remove(r);
     }
     fn lock(&self) -> std::sync::MutexGuard<'_, CoverageState> {
         // Invariant: nothing panics while the lock is held (RangeSet operations do not panic on
@@ -94,16 +110,25 @@ pub struct FileSink {
 }
 
 impl FileSink {
-    /// Creates (or truncates) the file at `path` and sets its length to `size`.
+    /// Creates (or truncates) the file at `path` and sets its length to `size`. A new file is
+    /// private to its owner (mode 0600); a symbolic link at `path` is refused, not followed
+    /// (`ELOOP`), so a link planted on a predictable name cannot redirect the write.
     pub fn create(path: &Path, size: u64) -> io::Result<Self> {
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)?;
+        let file = Self::options().create(true).truncate(true).open(path)?;
         file.set_len(size)?;
         Ok(Self::from_file(file, size))
+    }
+
+    /// Options for reading and writing a sink's file: mode 0600 when created, and
+    /// `O_NOFOLLOW` (a symbolic link at the path is an error, never followed).
+    pub fn options() -> std::fs::OpenOptions {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut o = File::options();
+        o.read(true)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+        o
     }
 
     /// Wraps an open file whose length the caller has set to `size`.
@@ -113,6 +138,11 @@ impl FileSink {
             size,
             coverage: Coverage::default(),
         }
+    }
+
+    /// The open file (to lock it, change its mode, or read it back by descriptor).
+    pub fn file(&self) -> &File {
+        &self.file
     }
 }
 
@@ -134,6 +164,14 @@ impl Sink for FileSink {
     }
     fn finish(&self) -> io::Result<()> {
         self.file.sync_all()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        check_within(self.size, offset, buf.len())?;
+        self.file.read_exact_at(buf, offset)
+    }
+    fn forget(&self, range: ByteRange) -> bool {
+        self.coverage.forget(range);
+        true
     }
 }
 
@@ -189,6 +227,16 @@ impl Sink for MemorySink {
     fn finish(&self) -> io::Result<()> {
         Ok(())
     }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let data = self.lock();
+        let r = check_within(data.len() as u64, offset, buf.len())?;
+        buf.copy_from_slice(&data[r.lo as usize..r.hi as usize]);
+        Ok(())
+    }
+    fn forget(&self, range: ByteRange) -> bool {
+        self.coverage.forget(range);
+        true
+    }
 }
 
 #[cfg(test)]
@@ -224,6 +272,37 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"12345678");
         assert_eq!(s.overlap_bytes(), 0);
         assert_eq!(s.written().len_bytes(), 8);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_sink_refuses_a_symlink_and_leaves_its_target_untouched() {
+        let dir = std::env::temp_dir().join(format!("hydra-sink-link-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("precious");
+        std::fs::write(&target, b"keep me").unwrap();
+        let link = dir.join("obj.hydra-part");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let e = FileSink::create(&link, 8).unwrap_err();
+        assert_eq!(
+            e.raw_os_error(),
+            Some(rustix::io::Errno::LOOP.raw_os_error())
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_new_file_sink_is_private_to_its_owner() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("hydra-sink-mode-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("obj");
+        let _ = std::fs::remove_file(&path);
+        FileSink::create(&path, 8).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

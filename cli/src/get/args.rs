@@ -2,7 +2,9 @@
 
 use crate::checksum::Checksum;
 use clap::Args;
+use hydra_scheme_http::ExtraHeader;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Arguments of `hydra get`.
 #[derive(Debug, Args)]
@@ -27,6 +29,10 @@ pub struct GetArgs {
     /// With -c: when the object changed, start over instead of refusing.
     #[arg(long)]
     pub restart_on_change: bool,
+    /// Never replace an existing FILE: exit 8 before fetching anything (by default a complete
+    /// download replaces FILE atomically, as curl -o does).
+    #[arg(long)]
+    pub no_clobber: bool,
     /// Verify the result: sha256=HEX, sha512=HEX or md5=HEX. A mismatch exits 6 and leaves
     /// nothing at FILE.
     #[arg(long, value_name = "ALGO=HEX")]
@@ -65,12 +71,17 @@ pub struct GetArgs {
     /// still refused).
     #[arg(long)]
     pub accept_new_host_key: bool,
-    /// HTTP: extra request header "Name: value" (repeatable).
-    #[arg(short = 'H', long, value_name = "NAME: VALUE")]
-    pub header: Vec<String>,
+    /// HTTP: extra request header "Name: value" (repeatable; a repeated name sends every
+    /// value). Replaces hydra's own of that name (User-Agent). Host, Range, If-Range,
+    /// Accept-Encoding and the framing and connection headers are hydra's: refused.
+    #[arg(short = 'H', long, value_name = "NAME: VALUE", value_parser = parse_header)]
+    pub header: Vec<ExtraHeader>,
+    /// HTTP: the User-Agent header (default hydra/VERSION; -H "User-Agent: ..." wins).
+    #[arg(short = 'A', long, value_name = "NAME", value_parser = parse_user_agent)]
+    pub user_agent: Option<String>,
     /// Connect, reply and idle-read deadline per protocol step, seconds (also the probe's).
-    #[arg(long, value_name = "SECS")]
-    pub timeout: Option<f64>,
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    pub timeout: Option<Duration>,
     /// Limit the download to RATE bytes/s over all connections (suffixes k, M, G: powers of
     /// 1024, as curl).
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
@@ -87,6 +98,56 @@ pub struct GetArgs {
     /// Print repairs, grade and limit changes, failed fetches.
     #[arg(short, long)]
     pub verbose: bool,
+}
+
+impl GetArgs {
+    /// The extra HTTP request headers, in order: `-A` first (unless a `-H User-Agent` is
+    /// given), then every `-H`.
+    pub fn request_headers(&self) -> Vec<(String, String)> {
+        let agent_given = self
+            .header
+            .iter()
+            .any(|h| h.name.eq_ignore_ascii_case("user-agent"));
+        let agent = self
+            .user_agent
+            .iter()
+            .filter(|_| !agent_given)
+            .map(|a| ("User-Agent".to_owned(), a.clone()));
+        agent
+            .chain(
+                self.header
+                    .iter()
+                    .map(|h| (h.name.clone(), h.value.clone())),
+            )
+            .collect()
+    }
+}
+
+/// `-H`: a valid `Name: value` whose name hydra does not control. The error never holds the
+/// value.
+fn parse_header(s: &str) -> Result<ExtraHeader, String> {
+    hydra_scheme_http::parse_header(s).map_err(|e| e.to_string())
+}
+
+/// `-A`: a valid header value.
+fn parse_user_agent(s: &str) -> Result<String, String> {
+    hydra_scheme_http::parse_header(&format!("User-Agent: {s}"))
+        .map(|h| h.value)
+        .map_err(|e| e.to_string())
+}
+
+/// `--timeout`: a positive, finite number of seconds a [`Duration`] holds.
+pub(crate) fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| "expected a number of seconds such as 30 or 0.5".to_owned())?;
+    match Duration::try_from_secs_f64(secs) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err("a timeout is more than zero seconds".to_owned()),
+        Err(_) if secs > 0.0 => Err("too long: at most 18446744073709551615 seconds".to_owned()),
+        Err(_) => Err("a timeout is a positive number of seconds".to_owned()),
+    }
 }
 
 /// `500k`, `2M`, `1.5M`, `1048576`: bytes per second, suffixes in powers of 1024.
@@ -109,7 +170,16 @@ pub(crate) fn parse_rate(s: &str) -> Result<u64, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_rate;
+    use super::{parse_rate, parse_timeout};
+    use std::time::Duration;
+
+    #[test]
+    fn a_timeout_is_a_positive_duration_that_fits() {
+        assert_eq!(parse_timeout("1.5"), Ok(Duration::from_millis(1500)));
+        for bad in ["1e300", "inf", "NaN", "0", "-1", "1e-12", "soon", ""] {
+            assert!(parse_timeout(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn rates_take_curl_suffixes() {

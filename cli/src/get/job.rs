@@ -2,7 +2,7 @@
 //! options, and the per-host memory of connection counts.
 
 use super::args::GetArgs;
-use super::{Done, Failure, Job};
+use super::{output, Done, Failure, Job};
 use crate::exit::Exit;
 use crate::memory::{self, HostMemory};
 use crate::schemes::{parse_proxy, registry, NetOptions};
@@ -10,21 +10,13 @@ use crate::ui::Ui;
 use hydra_core::{Concurrency, Config};
 use hydra_scheme::{Endpoint, EngineOptions, SourceInput};
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 /// The job `args` ask for, and the per-host memory it uses (none with `--no-host-memory` or
 /// `--fixed-connections`).
 pub(super) fn job(args: &GetArgs, ui: Ui) -> Result<(Job, Option<Memory>), Failure> {
     let usage = |m: String| (Exit::Usage, m);
-    let timeout = match args.timeout {
-        Some(t) if !(t.is_finite() && t > 0.0) => {
-            return Err(usage(format!(
-                "--timeout {t}: must be a positive number of seconds"
-            )))
-        }
-        Some(t) => Some(Duration::from_secs_f64(t)),
-        None => None,
-    };
+    let timeout = args.timeout;
     let net = NetOptions {
         proxy: args
             .proxy
@@ -39,14 +31,7 @@ pub(super) fn job(args: &GetArgs, ui: Ui) -> Result<(Job, Option<Memory>), Failu
         timeout,
         per_host: Some(args.per_host.max(1)),
     };
-    let mut headers = Vec::new();
-    for h in &args.header {
-        let (n, v) = h
-            .split_once(':')
-            .filter(|(n, _)| !n.trim().is_empty())
-            .ok_or_else(|| usage(format!("--header {h:?}: expected \"Name: value\"")))?;
-        headers.push((n.trim().to_owned(), v.trim().to_owned()));
-    }
+    let headers = args.request_headers();
     let registry = registry(&net).map_err(|e| (Exit::Internal, e))?;
     let mut inputs = Vec::new();
     for u in &args.urls {
@@ -70,15 +55,19 @@ pub(super) fn job(args: &GetArgs, ui: Ui) -> Result<(Job, Option<Memory>), Failu
             _ => o.clone(),
         },
         None => {
-            let name = remote_name(&inputs[0].endpoint).ok_or_else(|| {
+            let first = &inputs[0].endpoint;
+            let name = output::remote_name(first).map_err(|why| {
                 usage(format!(
-                    "{}: no file name in the URL; give one with -o FILE",
-                    inputs[0].endpoint
+                    "{}: {why}",
+                    crate::control::redact(&first.to_string())
                 ))
             })?;
             args.directory.clone().unwrap_or_default().join(name)
         }
     };
+    if args.no_clobber {
+        output::refuse_existing(&output)?;
+    }
     let concurrency = match args.fixed_connections {
         Some(n) => Concurrency::Fixed(n.max(1)),
         None => Concurrency::Search { start: 1 },
@@ -122,19 +111,12 @@ pub(super) fn job(args: &GetArgs, ui: Ui) -> Result<(Job, Option<Memory>), Failu
         engine,
         resume: args.resume,
         restart_on_change: args.restart_on_change,
+        no_clobber: args.no_clobber,
         checksum: args.checksum.clone(),
         limit_rate: args.limit_rate,
         ui,
     };
     Ok((job, memory))
-}
-
-/// The last path segment of a URL, percent-decoded, when it is a usable file name.
-fn remote_name(e: &Endpoint) -> Option<String> {
-    let seg = e.url().path_segments()?.next_back()?;
-    let name = crate::schemes::percent_decode(seg);
-    (!name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0']))
-        .then_some(name)
 }
 
 /// The per-host memory and each input's key in it.
