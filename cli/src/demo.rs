@@ -265,6 +265,7 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
         no_clobber: false,
         checksum: None,
         limit_rate: None,
+        floors: Default::default(),
         ui: Ui {
             bars: tty,
             verbose: false,

@@ -8,6 +8,7 @@
 //! * **JSON** (`--json`): one event per line on stdout; the schema is in `docs/cli.md`.
 
 use hydra_core::{ConnId, FetchId, LimitReason, Notice, SourceId};
+use hydra_scheme::text::redact_userinfo;
 use hydra_scheme::EngineEvent;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
@@ -55,8 +56,10 @@ pub fn start_clock() {
     let _ = t0();
 }
 
-/// Writes one NDJSON event to stdout: `{"event": kind, "t": seconds since start, ...}`.
+/// Writes one NDJSON event to stdout: `{"event": kind, "t": seconds since start, ...}`. Every
+/// string in it shows URLs without user info ([`redact_userinfo`]).
 pub fn emit(kind: &str, mut fields: Value) {
+    redact_strings(&mut fields);
     if let Value::Object(m) = &mut fields {
         let mut out = serde_json::Map::new();
         out.insert("event".into(), kind.into());
@@ -69,6 +72,20 @@ pub fn emit(kind: &str, mut fields: Value) {
         let mut so = std::io::stdout().lock();
         let _ = writeln!(so, "{line}");
         let _ = so.flush();
+    }
+}
+
+/// Replaces every string in `v` by its [`redact_userinfo`]ed form.
+fn redact_strings(v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            if let std::borrow::Cow::Owned(r) = redact_userinfo(s) {
+                *s = r;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(redact_strings),
+        Value::Object(m) => m.values_mut().for_each(redact_strings),
+        _ => {}
     }
 }
 
@@ -210,6 +227,16 @@ pub async fn run(
                     .cloned()
                     .unwrap_or_else(|| endpoint.clone());
                 urls[source] = endpoint;
+            }
+            EngineEvent::Dropped { source, why } => {
+                if ui.json {
+                    emit(
+                        "source_dropped",
+                        json!({"source": source, "url": urls.get(source), "reason": why}),
+                    );
+                } else if !ui.quiet {
+                    say(&bars, format!("hydra: warning: {}: {why}", label(source)));
+                }
             }
             EngineEvent::FetchFailed { source, error } => {
                 if ui.json {

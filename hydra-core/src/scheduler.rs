@@ -379,6 +379,10 @@ pub struct Scheduler {
 
 const MAX_NOTICES: usize = 64;
 
+/// The shortest time a fetch that ended unmeasured is taken to have delivered its bytes in:
+/// bytes that arrived within one driver step are not infinitely fast.
+const FASTEST_SPAN: Duration = Duration::from_millis(1);
+
 /// How far a shared group's aggregate may exceed what one connection of its source was
 /// measured at alone and still count as one bottleneck a lone connection fills.
 const SOLO_SLACK: f64 = 0.25;
@@ -646,6 +650,13 @@ impl Scheduler {
             slot.last_rate = f.detector.projection_rate();
         } else if f.detector.is_settled() || (slot.last_rate == 0.0 && f.detector.is_warm()) {
             slot.last_rate = f.detector.medium();
+        } else if slot.last_rate == 0.0 && f.pos > f.start {
+            // It ended before its rate could be measured over a window: what it did is still
+            // evidence (a source that delivers its share faster than one window must be
+            // offered the others' work), so its own average stands for it.
+            let from = f.first_byte_at.unwrap_or(f.requested_at);
+            let span = f.last_data_at.saturating_sub(from).max(FASTEST_SPAN);
+            slot.last_rate = (f.pos - f.start) as f64 / span.as_secs_f64();
         }
         let rest = f.owned();
         if !rest.is_empty() {
@@ -678,6 +689,34 @@ impl Scheduler {
             self.stats.failures += 1;
             self.source_failed(src, kind, now);
         }
+    }
+
+    /// The bytes of `range` that are held are no longer trusted (a source was found to have
+    /// served another object, or a stream did not start where it was asked to): they return to
+    /// the unassigned set, to be fetched again, and a transfer that was complete is not any
+    /// more. Bytes in flight are not touched; revoke a fetch's range once it has ended.
+    /// Returns the bytes revoked.
+    pub fn revoke(&mut self, range: ByteRange) -> u64 {
+        let r = range.intersect(&ByteRange::new(0, self.size));
+        if r.is_empty() {
+            return 0;
+        }
+        let pieces: Vec<ByteRange> = self
+            .held
+            .iter()
+            .map(|x| x.intersect(&r))
+            .filter(|x| !x.is_empty())
+            .collect();
+        let mut gone = 0;
+        for p in pieces {
+            self.held.remove(p);
+            self.unassigned.insert(p);
+            gone += p.len();
+        }
+        if gone > 0 && self.outcome == Some(Outcome::Complete) {
+            self.outcome = None;
+        }
+        gone
     }
 
     /// The source is unusable from now on (e.g. its object changed). Its fetches are cancelled.

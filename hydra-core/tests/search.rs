@@ -1074,3 +1074,68 @@ fn a_mirror_collapsing_at_any_phase_of_its_rate_windows_costs_at_most_a_tenth_ov
     );
     assert!(mean < 1.025, "mean {mean:.4}");
 }
+
+/// A source too fast to measure (it finishes its share inside one rate window) beside one too
+/// slow to grade: the fast one must be offered the slow one's work, at every rate ratio.
+#[test]
+fn a_source_too_fast_to_measure_takes_the_work_of_one_too_slow_to_grade() {
+    let size = 4 << 20;
+    for fast_mb in [8.0, 40.0, 400.0, 4000.0] {
+        for slow_bps in [100.0, 1_000.0, 20_000.0] {
+            let fast = Link {
+                rtt: Duration::from_micros(200),
+                setup: Duration::ZERO,
+                ..link(fast_mb, fast_mb)
+            };
+            let slow = Link {
+                rtt: Duration::from_micros(200),
+                setup: Duration::ZERO,
+                ..link(slow_bps / MB, slow_bps / MB)
+            };
+            let r = run(size, &[fast, slow], Config::default(), None);
+            assert_eq!(
+                r.outcome,
+                Some(Outcome::Complete),
+                "{fast_mb} MB/s, {slow_bps} B/s"
+            );
+            // The fast source alone needs size / rate; a second of slack covers the windows
+            // that grade the slow one and a repair's round trips.
+            let alone = size as f64 / (fast_mb * MB);
+            assert!(
+                r.end.as_secs_f64() < alone + 1.5,
+                "{fast_mb} MB/s beside {slow_bps} B/s ended at {:?} (alone {alone:.3} s)",
+                r.end
+            );
+        }
+    }
+}
+
+/// A mirror that goes silent (connections open, nothing sent) beside two healthy ones keeps
+/// none of its work once they can take it: the run ends near the survivors' time, never at
+/// the stall timeout.
+#[test]
+fn a_fetch_that_delivers_nothing_keeps_nothing_once_another_source_can_take_its_work() {
+    let size = 4 << 20;
+    for silent_ms in (300..=1500).step_by(100) {
+        let silent = Link {
+            collapse: Some((Duration::from_millis(silent_ms), 0.0)),
+            ..mirror(1.0, 10)
+        };
+        let links = [mirror(1.0, 10), mirror(1.0, 10), silent];
+        let r = run(size, &links, Config::default(), None);
+        assert_eq!(
+            r.outcome,
+            Some(Outcome::Complete),
+            "silent at {silent_ms} ms"
+        );
+        // All three until the silence, the two survivors after it, plus slack for the windows
+        // that grade the silence and a repair's round trips.
+        let t = silent_ms as f64 / 1000.0;
+        let fluid = t + (size as f64 / MB - 3.0 * t).max(0.0) / 2.0;
+        assert!(
+            r.end.as_secs_f64() < fluid + 1.0,
+            "silent at {silent_ms} ms: ended at {:?}, fluid {fluid:.2} s",
+            r.end
+        );
+    }
+}

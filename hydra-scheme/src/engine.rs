@@ -25,9 +25,10 @@
 //! It stops within a bounded time when no source is live (the scheduler's stall timeout and
 //! failure budget), keeping what it has in the sink.
 
+use crate::agreement::{self, disagreement};
 use crate::endpoint::Endpoint;
 use crate::error::SchemeError;
-use crate::probe::{Probe, Validator};
+use crate::probe::Probe;
 use crate::scheme::{FetchOutcome, FetchRequest, Scheme};
 use crate::sink::Sink;
 use crate::writer::{FetchEvent, FetchEventKind, RangeWriter};
@@ -44,7 +45,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 mod closing;
+mod integrity;
 use closing::ClosingChecks;
+use integrity::{above, Integrity, ProvingSink};
 
 /// Engine options. `EngineOptions::default()` is what a user gets.
 #[derive(Debug, Clone)]
@@ -67,6 +70,11 @@ pub struct EngineOptions {
     /// ([`Engine::probe_first`]). A mirror slow to answer, or silent until the probe
     /// timeout, then holds up the start by at most this much. Default 3 (at least 1).
     pub probe_grace: f64,
+    /// While no set of agreeing sources is a majority of those given, the transfer waits at
+    /// least this long after the first answer for the others (see [`crate::agreement`]), so
+    /// that a fast mirror of another object is outvoted by slower ones that agree. Default
+    /// 250 ms.
+    pub probe_quorum_wait: Duration,
 }
 
 impl Default for EngineOptions {
@@ -78,6 +86,7 @@ impl Default for EngineOptions {
             progress_every: Duration::from_millis(500),
             prime_first_probe: true,
             probe_grace: 3.0,
+            probe_quorum_wait: Duration::from_millis(250),
         }
     }
 }
@@ -326,6 +335,15 @@ pub enum EngineEvent {
         /// Its endpoint.
         endpoint: String,
     },
+    /// A source was dropped during the transfer (its object changed, or its streams do not
+    /// start where they were asked to); what it delivered that is not proven is fetched again
+    /// from the others.
+    Dropped {
+        /// The source's index.
+        source: usize,
+        /// Why, one line.
+        why: String,
+    },
     /// A fetch failed.
     FetchFailed {
         /// The source's index.
@@ -397,6 +415,11 @@ pub struct Report {
     pub joined: Vec<ProbedSource>,
     /// Sources whose probes answered during the transfer and were left out, with why.
     pub dropped: Vec<(String, String)>,
+    /// Sources dropped during the transfer (a changed object, offsets that do not line up),
+    /// with why; their unproven bytes were fetched again from the others.
+    pub removed: Vec<(String, String)>,
+    /// Bytes fetched again because the source that delivered them was not trusted.
+    pub revoked_bytes: u64,
 }
 
 /// Why a transfer did not complete.
@@ -421,6 +444,10 @@ pub enum EngineError {
     /// transfer than at its probe: the file could mix two versions, so it is not complete.
     #[error("{0}: object changed during the transfer: {1}")]
     ObjectChanged(String, String),
+    /// The sources do not serve the same bytes at the same offsets, and no one of them could
+    /// be shown to be the liar: nothing is combined.
+    #[error("{0}")]
+    Inconsistent(String),
 }
 
 fn join(v: &[(String, String)]) -> String {
@@ -480,13 +507,16 @@ impl Engine {
                     let r = tokio::time::timeout(timeout, input.probe(prime)).await;
                     let r = match r {
                         Ok(r) => r.map_err(|e| e.to_string()),
-                        Err(_) => Err(format!("probe timed out after {timeout:?}")),
+                        Err(_) => Err(format!(
+                            "probe timed out after {:.1} s",
+                            timeout.as_secs_f64()
+                        )),
                     };
                     (input, r)
                 })
             })
             .collect();
-        let mut kept: Vec<ProbedSource> = Vec::new();
+        let mut answered: Vec<ProbedSource> = Vec::new();
         let mut dropped = Vec::new();
         for t in tasks {
             let (input, r) = match t.await {
@@ -496,21 +526,12 @@ impl Engine {
                     continue;
                 }
             };
-            let name = input.endpoint.to_string();
             match r {
-                Err(e) => dropped.push((name, e)),
-                Ok(probe) => match kept.first() {
-                    None => kept.push(ProbedSource { input, probe }),
-                    Some(first) => match disagreement(&first.probe, &probe) {
-                        None => kept.push(ProbedSource { input, probe }),
-                        Some(why) => dropped.push((
-                            name,
-                            format!("{why} at {}; not combined", first.input.endpoint),
-                        )),
-                    },
-                },
+                Err(e) => dropped.push((input.endpoint.to_string(), e)),
+                Ok(probe) => answered.push(ProbedSource { input, probe }),
             }
         }
+        let kept = elect(answered, &mut dropped);
         for (s, why) in &dropped {
             tracing::warn!(source = %s, "{why}");
         }
@@ -551,7 +572,10 @@ impl Engine {
             tokio::spawn(async move {
                 let r = match tokio::time::timeout(timeout, input.probe(prime)).await {
                     Ok(r) => r.map_err(|e| e.to_string()),
-                    Err(_) => Err(format!("probe timed out after {timeout:?}")),
+                    Err(_) => Err(format!(
+                        "probe timed out after {:.1} s",
+                        timeout.as_secs_f64()
+                    )),
                 };
                 let _ = tx.send((input, r));
             });
@@ -572,8 +596,34 @@ impl Engine {
                 }
             }
         };
-        let reference = first.probe.clone();
-        let first_name = first.input.endpoint.to_string();
+        // The others answer within the grace; while no agreeing set is a majority of the
+        // sources given, the wait lasts at least `probe_quorum_wait` after the first answer.
+        let first_at = tokio::time::Instant::now();
+        let grace = probing + probing.elapsed().mul_f64(self.opts.probe_grace.max(1.0));
+        let quorum_deadline = grace.max(first_at + self.opts.probe_quorum_wait);
+        let mut answers = vec![first];
+        while answered < n {
+            let probes: Vec<&Probe> = answers.iter().map(|a| &a.probe).collect();
+            let deadline = if agreement::has_majority(&probes, n) {
+                grace
+            } else {
+                quorum_deadline
+            };
+            let Ok(Some((input, r))) = tokio::time::timeout_at(deadline, rx.recv()).await else {
+                break;
+            };
+            answered += 1;
+            match r {
+                Ok(probe) => answers.push(ProbedSource { input, probe }),
+                Err(why) => {
+                    tracing::warn!(source = %input.endpoint, "{why}");
+                    dropped.push((input.endpoint.to_string(), why));
+                }
+            }
+        }
+        let sources = elect(answers, &mut dropped);
+        let reference = sources[0].probe.clone();
+        let first_name = sources[0].input.endpoint.to_string();
         let fit = move |input: SourceInput, r: Result<Probe, String>| {
             let source = input.endpoint.to_string();
             let j = match r.map(|probe| (disagreement(&reference, &probe), probe)) {
@@ -589,18 +639,6 @@ impl Engine {
             }
             j
         };
-        let mut sources = vec![first];
-        let deadline = probing + probing.elapsed().mul_f64(self.opts.probe_grace.max(1.0));
-        while answered < n {
-            let Ok(Some((input, r))) = tokio::time::timeout_at(deadline, rx.recv()).await else {
-                break;
-            };
-            answered += 1;
-            match fit(input, r) {
-                Joined::Source(s) => sources.push(*s),
-                Joined::Dropped { source, why } => dropped.push((source, why)),
-            }
-        }
         let (jtx, joining) = Joining::channel(n - answered);
         let size = sources[0].probe.size;
         tokio::spawn(async move {
@@ -678,302 +716,384 @@ impl Engine {
         // Per source, fetches requested that have not reported their session (refilled each
         // turn for the closing checks).
         let mut connecting: Vec<usize> = Vec::new();
-        loop {
-            let now = start.elapsed();
-            // Sources whose probes answered since: each joins, or is left out.
-            while let Some(j) = joining.poll() {
-                match j {
-                    Joined::Source(s) => {
-                        let s = *s;
-                        let spec = spec_of(&s);
-                        ranged.push(spec.caps.ranged);
-                        let id = sched.add_source(spec);
-                        tracing::debug!(source = id.0, endpoint = %s.input.endpoint, "joined");
-                        endpoints.push(Arc::new(s.input.endpoint.clone()));
-                        failures.push((0, None));
-                        ahead_to.push(0);
-                        checks.add_source();
-                        if let Some(ev) = &events {
-                            let _ = ev.send(EngineEvent::Joined {
-                                source: usize::from(id.0),
-                                endpoint: s.input.endpoint.to_string(),
-                            });
-                        }
-                        sources.push(s.clone());
-                        joined.push(s);
-                    }
-                    Joined::Dropped { source, why } => late_dropped.push((source, why)),
-                }
-                sched.expect_sources(joining.pending);
-            }
-            // Inputs that arrived, in the order they were sent.
-            while let Some(msg) = pending.take().or_else(|| rx.try_recv().ok()) {
-                match msg {
-                    Msg::Event(e, at) => match e.kind {
-                        FetchEventKind::Connected { reused } => {
-                            if let Some(r) = running.get_mut(&e.fetch) {
-                                r.connected = true;
-                                r.reused = reused;
-                            }
-                        }
-                        FetchEventKind::Primed => {
-                            if let Some(r) = running.get_mut(&e.fetch) {
-                                r.connected = true;
-                                r.primed = true;
-                            }
-                        }
-                        FetchEventKind::FirstByte => {
-                            let r = running.get(&e.fetch);
-                            let session = match r.map(|r| (r.primed, r.reused)) {
-                                Some((true, _)) => Session::Primed,
-                                Some((false, true)) => Session::Reused,
-                                _ => Session::New,
-                            };
-                            sched.on_first_byte(e.fetch, session, now)
-                        }
-                        FetchEventKind::Bytes { offset, len } => {
-                            if let Some(r) = running.get(&e.fetch) {
-                                checks.on_bytes(r.source, at);
-                            }
-                            sched.on_data(e.fetch, offset, len, now)
-                        }
-                        FetchEventKind::Waste { bytes } => waste += bytes,
-                    },
-                    Msg::Done(fetch, outcome) => {
-                        tracing::debug!(?fetch, end = ?outcome.end(), "fetch ended");
-                        let src = running.get(&fetch).map(|r| r.source);
-                        running.remove(&fetch);
-                        if let (Some(src), FetchOutcome::Completed | FetchOutcome::Shrunk) =
-                            (src, &outcome)
-                        {
-                            checks.on_returned(src);
-                        }
-                        if let (Some(src), FetchOutcome::Failed(err)) = (src, &outcome) {
-                            if is_local(err) {
-                                sink_error = Some(std::io::Error::other(err.to_string()));
-                            }
-                            failures[src].0 += 1;
-                            // The source is named once, by the report that lists it; an
-                            // error about another URL (a redirect's target) keeps its own name.
-                            let why = if err.endpoint == endpoints[src].to_string() {
-                                err.kind.to_string()
-                            } else {
-                                err.to_string()
-                            };
-                            failures[src].1 = Some(why);
-                            tracing::debug!(source = src, error = %err, "fetch failed");
+        let mut integrity = Integrity::default();
+        let mut announced = 0;
+        'transfer: loop {
+            loop {
+                let now = start.elapsed();
+                // Sources whose probes answered since: each joins, or is left out.
+                while let Some(j) = joining.poll() {
+                    match j {
+                        Joined::Source(s) => {
+                            let s = *s;
+                            let spec = spec_of(&s);
+                            ranged.push(spec.caps.ranged);
+                            let id = sched.add_source(spec);
+                            tracing::debug!(source = id.0, endpoint = %s.input.endpoint, "joined");
+                            endpoints.push(Arc::new(s.input.endpoint.clone()));
+                            failures.push((0, None));
+                            ahead_to.push(0);
+                            checks.add_source();
                             if let Some(ev) = &events {
-                                let _ = ev.send(EngineEvent::FetchFailed {
-                                    source: src,
-                                    error: err.to_string(),
+                                let _ = ev.send(EngineEvent::Joined {
+                                    source: usize::from(id.0),
+                                    endpoint: s.input.endpoint.to_string(),
                                 });
                             }
+                            sources.push(s.clone());
+                            joined.push(s);
                         }
-                        sched.on_end(fetch, outcome.end(), now);
+                        Joined::Dropped { source, why } => late_dropped.push((source, why)),
                     }
+                    sched.expect_sources(joining.pending);
                 }
-            }
-            if let Some(e) = sink_error.take() {
-                abort_all(&mut running);
-                return Err(EngineError::Sink(e));
-            }
-            // Cancelled fetches that did not stop in time are aborted.
-            let grace = self.opts.cancel_grace;
-            let overdue: Vec<FetchId> = running
-                .iter()
-                .filter(|(_, r)| r.cancelled_at.is_some_and(|t| t.elapsed() > grace))
-                .map(|(f, _)| *f)
-                .collect();
-            for f in overdue {
-                if let Some(r) = running.remove(&f) {
-                    tracing::debug!(fetch = ?f, "cancelled fetch did not stop in time: aborted");
-                    r.task.abort();
-                    sched.on_end(f, FetchEnd::Cancelled, now);
-                }
-            }
-
-            sched.tick(now);
-            while let Some(a) = sched.poll_action() {
-                match a {
-                    Action::Request {
-                        fetch,
-                        conn,
-                        source,
-                        range,
-                    } => {
-                        let src = source.0 as usize;
-                        tracing::debug!(
-                            ?fetch,
-                            ?conn,
-                            src,
-                            lo = range.lo,
-                            hi = range.hi,
-                            "request"
-                        );
-                        let tx2 = tx.clone();
-                        // A source without ranges streams from byte 0: the bytes below the
-                        // range are dropped (as waste) before they reach the sink or the
-                        // scheduler.
-                        let skip = if ranged[src] { 0 } else { range.lo };
-                        let observer = Arc::new(move |e: FetchEvent| {
-                            let at = Instant::now();
-                            for e in below(skip, e).into_iter().flatten() {
-                                let _ = tx2.send(Msg::Event(e, at));
+                // Inputs that arrived, in the order they were sent.
+                while let Some(msg) = pending.take().or_else(|| rx.try_recv().ok()) {
+                    match msg {
+                        Msg::Event(e, at) => match e.kind {
+                            FetchEventKind::Connected { reused } => {
+                                if let Some(r) = running.get_mut(&e.fetch) {
+                                    r.connected = true;
+                                    r.reused = reused;
+                                }
                             }
+                            FetchEventKind::Primed => {
+                                if let Some(r) = running.get_mut(&e.fetch) {
+                                    r.connected = true;
+                                    r.primed = true;
+                                }
+                            }
+                            FetchEventKind::FirstByte => {
+                                let r = running.get(&e.fetch);
+                                let session = match r.map(|r| (r.primed, r.reused)) {
+                                    Some((true, _)) => Session::Primed,
+                                    Some((false, true)) => Session::Reused,
+                                    _ => Session::New,
+                                };
+                                sched.on_first_byte(e.fetch, session, now)
+                            }
+                            FetchEventKind::Bytes { offset, len } => {
+                                if let Some(r) = running.get(&e.fetch) {
+                                    checks.on_bytes(r.source, at);
+                                }
+                                integrity.on_bytes(e.fetch, offset, len, at);
+                                sched.on_data(e.fetch, offset, len, now)
+                            }
+                            FetchEventKind::Waste { bytes } => waste += bytes,
+                        },
+                        Msg::Done(fetch, outcome) => {
+                            tracing::debug!(?fetch, end = ?outcome.end(), "fetch ended");
+                            let src = running.get(&fetch).map(|r| r.source);
+                            running.remove(&fetch);
+                            if let (Some(src), FetchOutcome::Completed | FetchOutcome::Shrunk) =
+                                (src, &outcome)
+                            {
+                                checks.on_returned(src);
+                            }
+                            if let (Some(src), FetchOutcome::Failed(err)) = (src, &outcome) {
+                                if is_local(err) {
+                                    sink_error = Some(std::io::Error::other(err.to_string()));
+                                }
+                                failures[src].0 += 1;
+                                // The source is named once, by the report that lists it; an
+                                // error about another URL (a redirect's target) keeps its own name.
+                                let why = if err.endpoint == endpoints[src].to_string() {
+                                    err.kind.to_string()
+                                } else {
+                                    err.to_string()
+                                };
+                                failures[src].1 = Some(why);
+                                tracing::debug!(source = src, error = %err, "fetch failed");
+                                if let Some(ev) = &events {
+                                    let _ = ev.send(EngineEvent::FetchFailed {
+                                        source: src,
+                                        error: err.to_string(),
+                                    });
+                                }
+                            }
+                            let kind = match (&outcome, src) {
+                                (FetchOutcome::Failed(err), Some(src)) => Some((src, &err.kind)),
+                                _ => None,
+                            };
+                            let untrusted = kind.and_then(|(src, k)| match k {
+                                crate::ErrorKind::ObjectChanged { detail } => {
+                                    Some((src, detail.clone(), false))
+                                }
+                                crate::ErrorKind::Misplaced { .. } => {
+                                    Some((src, k.to_string(), true))
+                                }
+                                _ => None,
+                            });
+                            sched.on_end(fetch, outcome.end(), now);
+                            integrity.on_end(fetch, &mut sched, &*sink);
+                            if let Some((src, why, lied)) = untrusted {
+                                let stop = if lied {
+                                    integrity.lied(src, &why, &mut sched, &*sink, now)
+                                } else {
+                                    integrity.changed(src, &why, &mut sched, &*sink, now)
+                                };
+                                abandon(&mut running, &mut sched, &integrity, stop);
+                            }
+                        }
+                    }
+                }
+                // Streams that do not line up with the bytes before them, and their sources.
+                let stop = integrity.check(&mut sched, &*sink, now);
+                abandon(&mut running, &mut sched, &integrity, stop);
+                for d in integrity.dropped().iter().skip(announced) {
+                    tracing::warn!(source = %endpoints[d.source], "{}", d.why);
+                    failures[d.source].1 = Some(d.why.clone());
+                    if let Some(ev) = &events {
+                        let _ = ev.send(EngineEvent::Dropped {
+                            source: d.source,
+                            why: d.why.clone(),
                         });
-                        let (fetch_range, fetch_sink): (ByteRange, Arc<dyn Sink>) = if skip > 0 {
-                            (
-                                ByteRange::new(0, range.hi),
-                                Arc::new(SkipBelow {
-                                    inner: sink.clone(),
-                                    lo: skip,
-                                }),
-                            )
-                        } else {
-                            (range, sink.clone())
-                        };
-                        let (bound, writer) =
-                            RangeWriter::for_range(fetch, fetch_range, fetch_sink, observer);
-                        let req = FetchRequest {
-                            endpoint: endpoints[src].clone(),
-                            expect: sources[src].probe.clone(),
-                            slot: conn,
-                            writer,
-                        };
-                        let scheme = sources[src].input.scheme.clone();
-                        let done = tx.clone();
-                        let task = tokio::spawn(async move {
-                            let outcome = scheme.fetch(req).await;
-                            let _ = done.send(Msg::Done(fetch, outcome));
-                        });
-                        running.insert(
+                    }
+                }
+                announced = integrity.dropped().len();
+                if let Some(why) = integrity.refusal() {
+                    abort_all(&mut running);
+                    return Err(EngineError::Inconsistent(why.to_owned()));
+                }
+                if let Some(e) = sink_error.take() {
+                    abort_all(&mut running);
+                    return Err(EngineError::Sink(e));
+                }
+                // Cancelled fetches that did not stop in time are aborted.
+                let grace = self.opts.cancel_grace;
+                let overdue: Vec<FetchId> = running
+                    .iter()
+                    .filter(|(_, r)| r.cancelled_at.is_some_and(|t| t.elapsed() > grace))
+                    .map(|(f, _)| *f)
+                    .collect();
+                for f in overdue {
+                    if let Some(r) = running.remove(&f) {
+                        tracing::debug!(fetch = ?f, "cancelled fetch did not stop in time: aborted");
+                        r.task.abort();
+                        sched.on_end(f, FetchEnd::Cancelled, now);
+                        integrity.on_end(f, &mut sched, &*sink);
+                    }
+                }
+
+                sched.tick(now);
+                while let Some(a) = sched.poll_action() {
+                    match a {
+                        Action::Request {
                             fetch,
-                            Running {
-                                source: src,
-                                connected: false,
-                                reused: false,
-                                primed: false,
-                                bound,
-                                task,
-                                cancelled_at: None,
-                                ending: false,
-                            },
-                        );
+                            conn,
+                            source,
+                            range,
+                        } => {
+                            let src = source.0 as usize;
+                            tracing::debug!(
+                                ?fetch,
+                                ?conn,
+                                src,
+                                lo = range.lo,
+                                hi = range.hi,
+                                "request"
+                            );
+                            let tx2 = tx.clone();
+                            // A source without ranges streams from byte 0: the bytes below the
+                            // range are dropped (as waste) before they reach the sink or the
+                            // scheduler.
+                            let skip = if ranged[src] { 0 } else { range.lo };
+                            // A stream from a source with ranges starts a few bytes early, to
+                            // prove its offset (see `integrity`).
+                            let (asked, prefix) =
+                                integrity.on_request(fetch, src, range, ranged[src]);
+                            let proof_lo = if prefix.is_some() { range.lo } else { 0 };
+                            let observer = Arc::new(move |e: FetchEvent| {
+                                let at = Instant::now();
+                                for e in below(skip, e).into_iter().flatten() {
+                                    if let Some(e) = above(proof_lo, e) {
+                                        let _ = tx2.send(Msg::Event(e, at));
+                                    }
+                                }
+                            });
+                            let (fetch_range, fetch_sink): (ByteRange, Arc<dyn Sink>) = match prefix
+                            {
+                                _ if skip > 0 => (
+                                    ByteRange::new(0, range.hi),
+                                    Arc::new(SkipBelow {
+                                        inner: sink.clone(),
+                                        lo: skip,
+                                    }),
+                                ),
+                                Some(prefix) => {
+                                    (asked, Arc::new(ProvingSink::new(sink.clone(), prefix)))
+                                }
+                                None => (range, sink.clone()),
+                            };
+                            let (bound, writer) =
+                                RangeWriter::for_range(fetch, fetch_range, fetch_sink, observer);
+                            let req = FetchRequest {
+                                endpoint: endpoints[src].clone(),
+                                expect: sources[src].probe.clone(),
+                                slot: conn,
+                                writer,
+                            };
+                            let scheme = sources[src].input.scheme.clone();
+                            let done = tx.clone();
+                            let task = tokio::spawn(async move {
+                                let outcome = scheme.fetch(req).await;
+                                let _ = done.send(Msg::Done(fetch, outcome));
+                            });
+                            running.insert(
+                                fetch,
+                                Running {
+                                    source: src,
+                                    connected: false,
+                                    reused: false,
+                                    primed: false,
+                                    bound,
+                                    task,
+                                    cancelled_at: None,
+                                    ending: false,
+                                },
+                            );
+                        }
+                        Action::Shrink { fetch, hi } => {
+                            if let Some(r) = running.get(&fetch) {
+                                let eff = r.bound.lower(hi);
+                                sched.on_shrink_applied(fetch, eff);
+                            }
+                        }
+                        Action::Cancel { fetch } => {
+                            if let Some(r) = running.get_mut(&fetch) {
+                                // The scheduler cancels only a fetch whose connection it gives up
+                                // on: that session is not pooled for the next fetch.
+                                let eff = r.bound.abandon();
+                                r.cancelled_at = Some(Instant::now());
+                                sched.on_shrink_applied(fetch, integrity.effective(fetch, eff));
+                            }
+                        }
                     }
-                    Action::Shrink { fetch, hi } => {
+                }
+                connecting.clear();
+                connecting.resize(sources.len(), 0);
+                for r in running.values().filter(|r| !r.connected) {
+                    connecting[r.source] += 1;
+                }
+                checks.send_due(&sched, &sources, &connecting, now);
+                // While a source's search measures a level, the sessions its next level would add
+                // (double, within its ceiling) are opened, so that they start with their requests.
+                for (i, to) in ahead_to.iter_mut().enumerate() {
+                    let id = SourceId(i as u16);
+                    if let LimitReason::Measuring { level } = sched.limit_reason(id) {
+                        let want = (2 * level).min(sched.ceiling(id));
+                        let have = (*to).max(level);
+                        if want > have {
+                            ahead.extend(
+                                sources[i]
+                                    .input
+                                    .open_ahead(want - have, self.opts.probe_timeout),
+                            );
+                            *to = want;
+                        }
+                    }
+                }
+                while let Some(n) = sched.poll_notice() {
+                    tracing::debug!(?n, "scheduler");
+                    if let Notice::Stalled { fetch } = n {
                         if let Some(r) = running.get(&fetch) {
-                            let eff = r.bound.lower(hi);
-                            sched.on_shrink_applied(fetch, eff);
+                            checks.on_stalled(r.source);
                         }
                     }
-                    Action::Cancel { fetch } => {
-                        if let Some(r) = running.get_mut(&fetch) {
-                            // The scheduler cancels only a fetch whose connection it gives up
-                            // on: that session is not pooled for the next fetch.
-                            let eff = r.bound.abandon();
-                            r.cancelled_at = Some(Instant::now());
-                            sched.on_shrink_applied(fetch, eff);
-                        }
-                    }
-                }
-            }
-            connecting.clear();
-            connecting.resize(sources.len(), 0);
-            for r in running.values().filter(|r| !r.connected) {
-                connecting[r.source] += 1;
-            }
-            checks.send_due(&sched, &sources, &connecting, now);
-            // While a source's search measures a level, the sessions its next level would add
-            // (double, within its ceiling) are opened, so that they start with their requests.
-            for (i, to) in ahead_to.iter_mut().enumerate() {
-                let id = SourceId(i as u16);
-                if let LimitReason::Measuring { level } = sched.limit_reason(id) {
-                    let want = (2 * level).min(sched.ceiling(id));
-                    let have = (*to).max(level);
-                    if want > have {
-                        ahead.extend(
-                            sources[i]
-                                .input
-                                .open_ahead(want - have, self.opts.probe_timeout),
-                        );
-                        *to = want;
-                    }
-                }
-            }
-            while let Some(n) = sched.poll_notice() {
-                tracing::debug!(?n, "scheduler");
-                if let Notice::Stalled { fetch } = n {
-                    if let Some(r) = running.get(&fetch) {
-                        checks.on_stalled(r.source);
+                    if let Some(ev) = &events {
+                        let _ = ev.send(EngineEvent::Notice(n));
                     }
                 }
                 if let Some(ev) = &events {
-                    let _ = ev.send(EngineEvent::Notice(n));
+                    if Instant::now() >= next_progress {
+                        next_progress = Instant::now() + self.opts.progress_every;
+                        let _ = ev.send(EngineEvent::Progress(progress(&sched, now)));
+                    }
                 }
-            }
-            if let Some(ev) = &events {
-                if Instant::now() >= next_progress {
-                    next_progress = Instant::now() + self.opts.progress_every;
-                    let _ = ev.send(EngineEvent::Progress(progress(&sched, now)));
-                }
-            }
-            match sched.outcome() {
-                Some(Outcome::Complete) => {
-                    // Every byte is held, so no fetch can write another once its bound is
-                    // cancelled (a claim made before the cancel is below the far end the
-                    // scheduler was told, and so already written and counted). A fetch whose
-                    // range was never lowered has delivered all of it and is handing its
-                    // session back, which the closing checks may reuse: it is waited for,
-                    // within `cancel_grace`. One whose range was lowered or cancelled is not:
-                    // stopping on a hung server, it may wait out its own timeouts. Those wind
-                    // down while the closing checks run; whatever is left then is aborted.
-                    for r in running.values_mut() {
-                        if r.cancelled_at.is_none() && !r.bound.is_lowered() {
-                            r.ending = true;
-                            r.cancelled_at = Some(Instant::now());
+                match sched.outcome() {
+                    Some(Outcome::Complete) => {
+                        // Every byte is held, so no fetch can write another once its bound is
+                        // cancelled (a claim made before the cancel is below the far end the
+                        // scheduler was told, and so already written and counted). A fetch whose
+                        // range was never lowered has delivered all of it and is handing its
+                        // session back, which the closing checks may reuse: it is waited for,
+                        // within `cancel_grace`. One whose range was lowered or cancelled is not:
+                        // stopping on a hung server, it may wait out its own timeouts. Those wind
+                        // down while the closing checks run; whatever is left then is aborted.
+                        for r in running.values_mut() {
+                            if r.cancelled_at.is_none() && !r.bound.is_lowered() {
+                                r.ending = true;
+                                r.cancelled_at = Some(Instant::now());
+                            }
+                            r.bound.cancel();
                         }
-                        r.bound.cancel();
+                        if !running.values().any(|r| r.ending) {
+                            break;
+                        }
                     }
-                    if !running.values().any(|r| r.ending) {
-                        break;
+                    Some(Outcome::Failed(_)) => {
+                        abort_all(&mut running);
+                        let errs = sources
+                            .iter()
+                            .zip(&failures)
+                            .map(|(s, (_, e))| {
+                                (
+                                    s.input.endpoint.to_string(),
+                                    e.clone().unwrap_or_else(|| "no response".to_owned()),
+                                )
+                            })
+                            .collect();
+                        return Err(EngineError::AllSourcesFailed(errs));
                     }
+                    None => {}
                 }
-                Some(Outcome::Failed(_)) => {
-                    abort_all(&mut running);
-                    let errs = sources
-                        .iter()
-                        .zip(&failures)
-                        .map(|(s, (_, e))| {
-                            (
-                                s.input.endpoint.to_string(),
-                                e.clone().unwrap_or_else(|| "no response".to_owned()),
-                            )
-                        })
-                        .collect();
-                    return Err(EngineError::AllSourcesFailed(errs));
+                // Sleep until the next input or deadline.
+                let deadline = sched
+                    .next_deadline()
+                    .map_or(Duration::from_millis(200), |d| {
+                        d.saturating_sub(start.elapsed())
+                    })
+                    .min(self.opts.progress_every)
+                    .max(Duration::from_millis(1));
+                tokio::select! {
+                    m = rx.recv() => pending = m,
+                    j = joining.recv(), if joining.is_open() => joining.hold(j),
+                    () = checks.check_finished() => {}
+                    _ = tokio::time::sleep(deadline) => {}
                 }
-                None => {}
             }
-            // Sleep until the next input or deadline.
-            let deadline = sched
-                .next_deadline()
-                .map_or(Duration::from_millis(200), |d| {
-                    d.saturating_sub(start.elapsed())
-                })
-                .min(self.opts.progress_every)
-                .max(Duration::from_millis(1));
-            tokio::select! {
-                m = rx.recv() => pending = m,
-                j = joining.recv(), if joining.is_open() => joining.hold(j),
-                () = checks.check_finished() => {}
-                _ = tokio::time::sleep(deadline) => {}
+            // Every source that contributed bytes must still describe the object its probe saw
+            // (see `closing`). One that does not is dropped with what it delivered since its last
+            // standing check, and the transfer goes on from the others.
+            let limit = self.opts.probe_timeout.min(self.opts.config.stall_timeout);
+            let fresh = ClosingChecks::new(sources.len(), limit);
+            let closing = std::mem::replace(&mut checks, fresh)
+                .finish(&sched, &sources)
+                .await;
+            let changed = match &closing {
+                Err(EngineError::ObjectChanged(source, why)) => endpoints
+                    .iter()
+                    .position(|e| e.to_string() == *source)
+                    .map(|i| (i, why.clone())),
+                _ => None,
+            };
+            let now = start.elapsed();
+            for (f, r) in std::mem::take(&mut running) {
+                r.bound.cancel();
+                r.task.abort();
+                sched.on_end(f, FetchEnd::Cancelled, now);
+                integrity.on_end(f, &mut sched, &*sink);
             }
+            if let Some((i, why)) = changed {
+                integrity.changed(i, &why, &mut sched, &*sink, now);
+                if sched.outcome() != Some(Outcome::Complete) {
+                    continue 'transfer;
+                }
+            } else {
+                closing?;
+            }
+            break;
         }
-        // Every source that contributed bytes must still describe the object its probe saw
-        // (see `closing`).
-        let closing = checks.finish(&sched, &sources).await;
-        abort_all(&mut running);
-        closing?;
         sink.finish().map_err(EngineError::Sink)?;
         let written = sink.written();
         let overlap = sink.overlap_bytes();
@@ -1005,6 +1125,12 @@ impl Engine {
             failures,
             joined,
             dropped: late_dropped,
+            removed: integrity
+                .dropped()
+                .iter()
+                .map(|d| (endpoints[d.source].to_string(), d.why.clone()))
+                .collect(),
+            revoked_bytes: integrity.revoked(),
         })
     }
 }
@@ -1035,6 +1161,23 @@ fn is_local(e: &SchemeError) -> bool {
     e.is_local()
 }
 
+/// Abandons the fetches `stop` names that are still running (their bytes are revoked when they
+/// end; see `integrity`).
+fn abandon(
+    running: &mut BTreeMap<FetchId, Running>,
+    sched: &mut Scheduler,
+    integrity: &Integrity,
+    stop: Vec<FetchId>,
+) {
+    for f in stop {
+        if let Some(r) = running.get_mut(&f) {
+            let eff = r.bound.abandon();
+            r.cancelled_at.get_or_insert_with(Instant::now);
+            sched.on_shrink_applied(f, integrity.effective(f, eff));
+        }
+    }
+}
+
 fn abort_all(running: &mut BTreeMap<FetchId, Running>) {
     for (_, r) in std::mem::take(running) {
         r.bound.cancel();
@@ -1063,20 +1206,23 @@ fn progress(s: &Scheduler, now: Duration) -> Progress {
     }
 }
 
-/// What differs between a source's probe and a later look at it, if anything.
+/// What differs between a source's probe and a later look at it, if anything, in words.
 fn changed(was: &Probe, now: &Probe) -> Option<String> {
+    use agreement::{Size, Time};
     if was.same_object(now) {
         return None;
     }
-    Some(if was.size != now.size {
-        format!("size {} became {}", was.size, now.size)
-    } else if was.validator != now.validator {
-        format!("validator {:?} became {:?}", was.validator, now.validator)
-    } else {
-        format!(
-            "modification time {:?} became {:?}",
-            was.last_modified, now.last_modified
-        )
+    if was.size != now.size {
+        return Some(format!("size {} became {}", Size(was.size), Size(now.size)));
+    }
+    if let (Some(a), Some(b)) = (&was.validator, &now.validator) {
+        if a != b {
+            return Some(format!("validator {a} became {b}"));
+        }
+    }
+    Some(match (was.last_modified, now.last_modified) {
+        (Some(a), Some(b)) => format!("modification time {} became {}", Time(a), Time(b)),
+        _ => "the object differs".to_owned(),
     })
 }
 
@@ -1133,24 +1279,31 @@ impl Sink for SkipBelow {
     fn finish(&self) -> std::io::Result<()> {
         self.inner.finish()
     }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.inner.read_at(offset, buf)
+    }
+    fn forget(&self, range: ByteRange) -> bool {
+        self.inner.forget(range)
+    }
 }
 
-/// Why `other` cannot be combined with `first`, if it cannot.
-fn disagreement(first: &Probe, other: &Probe) -> Option<String> {
-    if first.size != other.size {
-        return Some(format!(
-            "size {} differs from size {}",
-            other.size, first.size
-        ));
-    }
-    if let (Some(Validator::Strong(a)), Some(Validator::Strong(b))) =
-        (&first.validator, &other.validator)
-    {
-        if a != b {
-            return Some(format!("strong validator {b} differs from {a}"));
+/// The sources that describe the object by [`agreement::quorum`], the reference first, then
+/// the others in the order they answered; those left out go to `dropped` with why.
+fn elect(answers: Vec<ProbedSource>, dropped: &mut Vec<(String, String)>) -> Vec<ProbedSource> {
+    let probes: Vec<&Probe> = answers.iter().map(|a| &a.probe).collect();
+    let Some(q) = agreement::quorum(&probes) else {
+        return Vec::new();
+    };
+    let mut slots: Vec<Option<ProbedSource>> = answers.into_iter().map(Some).collect();
+    for o in &q.odd {
+        if let Some(s) = slots[o.index].take() {
+            tracing::warn!(source = %s.input.endpoint, "{}", o.why);
+            dropped.push((s.input.endpoint.to_string(), o.why.clone()));
         }
     }
-    None
+    let mut kept: Vec<ProbedSource> = slots[q.reference].take().into_iter().collect();
+    kept.extend(slots.into_iter().flatten());
+    kept
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::time::Duration;
 use hydra_core::{ByteRange, Failure};
 
 use crate::endpoint::Endpoint;
+use crate::text::sanitize;
 
 /// A failed probe or fetch: which source (its URL without credentials) and why.
 #[derive(Debug, thiserror::Error)]
@@ -62,11 +63,13 @@ impl fmt::Display for TimeoutPhase {
 }
 
 /// The cause of a [`SchemeError`]. Every variant a peer can cause is here; none of them panics.
+/// `Display` shows text a server supplied (reason phrases, reply lines, status messages)
+/// through [`sanitize`]: no control character of a peer's reaches a terminal.
 #[derive(Debug, thiserror::Error)]
 pub enum ErrorKind {
     /// The object is not the one the probe saw (validator, modification time or size differ):
     /// combining its bytes with earlier ones would make a file mixed from two versions.
-    #[error("object changed since the probe: {detail}")]
+    #[error("object changed since the probe: {}", sanitize(detail))]
     ObjectChanged {
         /// What differed, e.g. `ETag "a" became "b"`.
         detail: String,
@@ -74,8 +77,15 @@ pub enum ErrorKind {
     /// The source answered a range request with the whole object: it ignores ranges.
     #[error("source ignores range requests (answered a range with the whole object)")]
     RangeIgnored,
+    /// The source's data does not start where it said it would (an FTP server that
+    /// acknowledges `REST` and sends from byte 0): none of its bytes can be trusted.
+    #[error("lies about offsets: {detail}")]
+    Misplaced {
+        /// What it did, e.g. `acknowledged REST 100 but sent more than the 50 bytes after it`.
+        detail: String,
+    },
     /// The range the source sent is not the range asked for (or is missing).
-    #[error("Content-Range mismatch: asked for {asked}, got {got}")]
+    #[error("Content-Range mismatch: asked for {asked}, got {}", sanitize(got))]
     ContentRangeMismatch {
         /// The range requested.
         asked: ByteRange,
@@ -91,7 +101,7 @@ pub enum ErrorKind {
         got: u64,
     },
     /// An unexpected status.
-    #[error("status {code}{}", reason.as_deref().map(|r| format!(" {r}")).unwrap_or_default())]
+    #[error("status {code}{}", reason.as_deref().map(|r| format!(" {}", sanitize(r))).unwrap_or_default())]
     Status {
         /// The status code.
         code: u16,
@@ -113,7 +123,7 @@ pub enum ErrorKind {
         retry_after: Option<Duration>,
     },
     /// A transport error (connect, reset, TLS, proxy).
-    #[error("I/O: {0}")]
+    #[error("I/O: {}", sanitize(&.0.to_string()))]
     Io(#[source] io::Error),
     /// A redirect chain longer than the limit (or a loop).
     #[error("too many redirects (limit {limit})")]
@@ -123,13 +133,13 @@ pub enum ErrorKind {
     },
     /// The source broke the protocol (unparsable response, oversize headers, an https→http
     /// redirect, ...).
-    #[error("protocol violation: {0}")]
+    #[error("protocol violation: {}", sanitize(.0))]
     Protocol(String),
     /// The endpoint cannot be served by this scheme (wrong URL scheme, missing port, ...).
-    #[error("unsupported: {0}")]
+    #[error("unsupported: {}", sanitize(.0))]
     Unsupported(String),
     /// Writing to the sink failed (local disk): not the source's fault.
-    #[error("sink write failed: {0}")]
+    #[error("sink write failed: {}", sanitize(&.0.to_string()))]
     Sink(#[source] io::Error),
 }
 
@@ -152,6 +162,7 @@ impl ErrorKind {
             }
             ErrorKind::Status { code, .. } if *code >= 500 || *code == 408 => Failure::Transient,
             ErrorKind::ObjectChanged { .. }
+            | ErrorKind::Misplaced { .. }
             | ErrorKind::RangeIgnored
             | ErrorKind::ContentRangeMismatch { .. }
             | ErrorKind::Status { .. }
@@ -177,6 +188,26 @@ mod tests {
             !shown.contains("hunter2") && !shown.contains("bob"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn server_text_in_an_error_reaches_people_with_control_characters_escaped() {
+        let e = Endpoint::parse("ftp://example.com/f").unwrap();
+        let kinds = [
+            ErrorKind::Status {
+                code: 550,
+                reason: Some("gone\x1b[2J\r\nhydra: fake".into()),
+            },
+            ErrorKind::Protocol("530 \x1b]0;title\x07".into()),
+            ErrorKind::Io(io::Error::other("reply \u{202e}txt.exe")),
+        ];
+        for kind in kinds {
+            let shown = SchemeError::new(&e, kind).to_string();
+            assert!(
+                !shown.chars().any(|c| c.is_control() || c == '\u{202e}'),
+                "{shown:?}"
+            );
+        }
     }
 
     #[test]

@@ -23,6 +23,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod agreement;
 pub mod bound;
 pub mod connect;
 pub mod content;
@@ -35,6 +36,7 @@ pub mod scheme;
 pub mod sink;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod text;
 pub mod writer;
 
 pub use bound::RangeBound;

@@ -22,6 +22,16 @@ impl Validator {
     }
 }
 
+/// As sent: `"abc"` for a strong validator, `W/"abc"` for a weak one (control characters
+/// dropped, so that a server's token cannot steer a terminal).
+impl std::fmt::Display for Validator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (Validator::Strong(s) | Validator::Weak(s)) = self;
+        let shown: String = s.chars().filter(|c| !c.is_control()).collect();
+        f.write_str(&shown)
+    }
+}
+
 /// What a probe learned about the object at one source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {

@@ -85,6 +85,8 @@ impl Scheme for Fake {
     }
 }
 
+/// Joining in flight, apart from the quorum's wait for a majority (which would take a source
+/// answering within 250 ms into the first split).
 fn engine() -> Engine {
     Engine::new(EngineOptions {
         config: Config {
@@ -93,6 +95,7 @@ fn engine() -> Engine {
             ..Config::default()
         },
         probe_timeout: NEVER,
+        probe_quorum_wait: Duration::ZERO,
         ..EngineOptions::default()
     })
 }
@@ -208,4 +211,50 @@ async fn sources_answering_within_the_grace_take_part_in_the_first_split() {
     .expect("probe");
     // b answered at 25 ms, within 3 × a's 20 ms.
     assert_eq!(probed.sources.len(), 2);
+}
+
+#[tokio::test]
+async fn a_second_source_answering_within_the_quorum_wait_takes_part_from_the_start() {
+    let first = fake(Some(Duration::ZERO), SIZE, Duration::from_millis(5));
+    let second = fake(
+        Some(Duration::from_millis(100)),
+        SIZE,
+        Duration::from_millis(1),
+    );
+    let e = Engine::new(EngineOptions {
+        probe_timeout: NEVER,
+        ..EngineOptions::default()
+    });
+    let (probed, _joining) = e
+        .probe_first(vec![input(1, &first), input(2, &second)])
+        .await
+        .expect("probe");
+    assert_eq!(probed.sources.len(), 2, "no majority without the second");
+}
+
+#[tokio::test]
+async fn a_fast_source_of_another_object_is_outvoted_by_two_that_agree() {
+    let odd = fake(Some(Duration::ZERO), SIZE / 2, Duration::from_millis(1));
+    let a = fake(
+        Some(Duration::from_millis(40)),
+        SIZE,
+        Duration::from_millis(1),
+    );
+    let b = fake(
+        Some(Duration::from_millis(60)),
+        SIZE,
+        Duration::from_millis(1),
+    );
+    let e = Engine::new(EngineOptions {
+        probe_timeout: NEVER,
+        ..EngineOptions::default()
+    });
+    let (probed, _joining) = e
+        .probe_first(vec![input(1, &odd), input(2, &a), input(3, &b)])
+        .await
+        .expect("probe");
+    assert_eq!(probed.size, SIZE);
+    assert_eq!(probed.sources.len(), 2);
+    assert_eq!(probed.dropped.len(), 1);
+    assert!(probed.dropped[0].0.contains(":1/"), "{:?}", probed.dropped);
 }

@@ -86,6 +86,16 @@ pub struct GetArgs {
     /// 1024, as curl).
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub limit_rate: Option<u64>,
+    /// End the download (exit 7, partial kept for -c) when it has taken this many seconds.
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    pub max_time: Option<Duration>,
+    /// End the download (exit 7, partial kept for -c) when it averaged less than RATE
+    /// bytes/s over --speed-time (suffixes k, M, G as --limit-rate).
+    #[arg(short = 'Y', long, value_name = "RATE", value_parser = parse_rate)]
+    pub speed_limit: Option<u64>,
+    /// The span --speed-limit averages over, seconds.
+    #[arg(short = 'y', long, value_name = "SECS", value_parser = parse_timeout, default_value = "30")]
+    pub speed_time: Duration,
     /// Consecutive failures after which a mirror is given up.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub retries: u32,

@@ -114,6 +114,13 @@ pub(super) fn job(args: &GetArgs, ui: Ui) -> Result<(Job, Option<Memory>), Failu
         no_clobber: args.no_clobber,
         checksum: args.checksum.clone(),
         limit_rate: args.limit_rate,
+        floors: super::limits::Floors {
+            max_time: args.max_time,
+            speed: args.speed_limit.map(|rate| super::limits::SpeedFloor {
+                rate,
+                over: args.speed_time,
+            }),
+        },
         ui,
     };
     Ok((job, memory))

@@ -8,8 +8,11 @@
 
 mod args;
 mod job;
+mod limits;
+mod output;
 mod probe;
 mod resume;
+mod sources;
 mod summary;
 mod transfer;
 
@@ -39,10 +42,14 @@ pub struct Job {
     pub resume: bool,
     /// `--restart-on-change`.
     pub restart_on_change: bool,
+    /// `--no-clobber`: an existing output is never replaced.
+    pub no_clobber: bool,
     /// `--checksum`.
     pub checksum: Option<Checksum>,
     /// `--limit-rate`, bytes/s.
     pub limit_rate: Option<u64>,
+    /// `--max-time`, `--speed-limit` and `--speed-time`.
+    pub floors: limits::Floors,
     /// What to show.
     pub ui: Ui,
 }
@@ -108,6 +115,9 @@ pub async fn main(args: GetArgs) -> Exit {
             Exit::Ok
         }
         Err((code, msg)) => {
+            // The one line may hold a URL the user typed (with its password) or a server's
+            // words (with control characters).
+            let msg = hydra_scheme::text::for_people(&msg);
             eprintln!("hydra: {msg}");
             if ui.json {
                 emit(

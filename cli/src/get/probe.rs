@@ -21,8 +21,9 @@ pub(super) fn exit_for(kind: &ErrorKind) -> Exit {
 pub(super) struct Answer {
     /// The source's position among the inputs.
     pub(super) index: usize,
+    /// The source.
     pub(super) input: SourceInput,
-    pub(super) label: String,
+    /// What its probe saw, or why it failed.
     pub(super) result: Result<Probe, Failure>,
 }
 
@@ -30,12 +31,11 @@ pub(super) struct Answer {
 /// fetch; see `Scheme::probe_primed`). Answers arrive in the order they are given.
 pub(super) fn probe_all(
     inputs: Vec<SourceInput>,
-    labels: Vec<String>,
     timeout: Duration,
     prime: bool,
 ) -> tokio::sync::mpsc::UnboundedReceiver<Answer> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    for (index, (input, label)) in inputs.into_iter().zip(labels).enumerate() {
+    for (index, input) in inputs.into_iter().enumerate() {
         let tx = tx.clone();
         tokio::spawn(async move {
             let r = tokio::time::timeout(timeout, input.probe(prime)).await;
@@ -44,13 +44,16 @@ pub(super) fn probe_all(
                 Ok(Err(e)) => Err((exit_for(&e.kind), e.to_string())),
                 Err(_) => Err((
                     Exit::Network,
-                    format!("{}: probe timed out after {timeout:?}", input.endpoint),
+                    format!(
+                        "{}: probe timed out after {:.1} s",
+                        input.endpoint,
+                        timeout.as_secs_f64()
+                    ),
                 )),
             };
             let _ = tx.send(Answer {
                 index,
                 input,
-                label,
                 result,
             });
         });

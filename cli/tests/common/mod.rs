@@ -16,7 +16,8 @@ use tokio::process::{Child, Command};
 pub const BOUND: Duration = Duration::from_secs(240);
 
 /// `hydra args`, with a host memory of its own (no run sees what another learned) under the
-/// build's temporary directory.
+/// build's temporary directory. `HYDRA_TEST_BIN` runs another build instead (to show that a
+/// test fails on an older commit).
 pub fn hydra_cmd(args: &[String]) -> Command {
     static RUNS: AtomicU64 = AtomicU64::new(0);
     let state = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
@@ -24,7 +25,9 @@ pub fn hydra_cmd(args: &[String]) -> Command {
         std::process::id(),
         RUNS.fetch_add(1, Ordering::Relaxed)
     ));
-    let mut c = Command::new(env!("CARGO_BIN_EXE_hydra"));
+    let bin =
+        std::env::var_os("HYDRA_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_hydra").into());
+    let mut c = Command::new(bin);
     c.args(args)
         .env("NO_COLOR", "1")
         .env("HYDRA_STATE_DIR", state)

@@ -477,6 +477,17 @@ impl FtpScheme {
             let mut one = [0u8; 1];
             match tokio::time::timeout(idle, transfer.read(&mut one)).await {
                 Ok(Ok(0)) => {}
+                Ok(Ok(_)) if start > 0 => {
+                    // More than remains after the offset asked for: the server most likely
+                    // sent the file from byte 0 although it acknowledged REST.
+                    return Err(ErrorKind::Misplaced {
+                        detail: format!(
+                            "acknowledged REST {start} but sent more than the {} bytes after \
+                             it (it ignores REST)",
+                            size - start
+                        ),
+                    });
+                }
                 Ok(Ok(_)) => {
                     return Err(ErrorKind::ObjectChanged {
                         detail: format!("data continues past byte {size}, the probe's size"),

@@ -295,6 +295,7 @@ impl HttpScheme {
         let validator = response::validator(h);
         let last_modified = response::last_modified(h);
         let status = head.resp.status();
+        response::check_identity_encoding(h).map_err(|e| err(ErrorKind::Protocol(e)))?;
         let mismatch = |got: String| {
             err(ErrorKind::ContentRangeMismatch {
                 asked: ByteRange::new(0, 1),
@@ -311,7 +312,7 @@ impl HttpScheme {
                     (Some((0, last)), Some(total)) if prime && last < total => {
                         (total, true, last + 1 == total)
                     }
-                    _ => return Err(mismatch(format!("{cr:?}"))),
+                    _ => return Err(mismatch(content_range_text(h))),
                 }
             }
             // An empty object: no byte 0 to serve.
@@ -420,6 +421,9 @@ impl HttpScheme {
         req.writer.first_byte();
         let Head { conn, resp, .. } = head;
         let h = resp.headers();
+        if matches!(resp.status(), StatusCode::PARTIAL_CONTENT | StatusCode::OK) {
+            response::check_identity_encoding(h).map_err(ErrorKind::Protocol)?;
+        }
         match resp.status() {
             StatusCode::PARTIAL_CONTENT if ask.range.is_some() => {
                 let cr = response::content_range(h)
@@ -430,11 +434,7 @@ impl HttpScheme {
                     });
                 }
                 if cr.range != Some((start, hi - 1)) || cr.total.is_none() {
-                    let got = h
-                        .get(header::CONTENT_RANGE)
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or("none")
-                        .to_owned();
+                    let got = content_range_text(h);
                     return Err(ErrorKind::ContentRangeMismatch { asked, got });
                 }
                 check_same_object(expect, h, cr.total)
@@ -538,10 +538,18 @@ impl HttpScheme {
                 // ...and every write: RangeWriter claims against it and drops the excess.
                 Ok(Some(Ok(f))) => {
                     if let Ok(data) = f.into_data() {
-                        writer.write(&data).map_err(ErrorKind::Sink)?;
+                        let w = writer.write(&data).map_err(ErrorKind::Sink)?;
+                        if w.dropped > 0 && writer.offset() == expect.size {
+                            return Err(past_the_end(expect.size));
+                        }
                     }
                 }
             }
+        }
+        if !reached_end && end_of_body == expect.size && writer.offset() == end_of_body {
+            // A body meant to end with the object must end there: more bytes mean the object
+            // grew (or was replaced) since the probe.
+            reached_end = body_ends_here(&mut body, idle, end_of_body).await?;
         }
         if reached_end && writer.offset() < end_of_body && writer.remaining() > 0 {
             return Err(ErrorKind::Truncated {
@@ -564,6 +572,44 @@ impl HttpScheme {
             }
         }
         Ok(writer.outcome_at_bound())
+    }
+}
+
+/// The `Content-Range` header as sent, printable, or `none`.
+fn content_range_text(h: &http::HeaderMap) -> String {
+    h.get(header::CONTENT_RANGE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.chars().filter(|c| !c.is_control()).collect())
+        .unwrap_or_else(|| "none".to_owned())
+}
+
+/// Whether a body that has delivered every byte up to `end` (the object's size) ends there:
+/// `Ok(true)` when it ended, `Ok(false)` when it neither ended nor sent more within `idle`,
+/// and [`ErrorKind::ObjectChanged`] when it sent more bytes (the object is longer than the
+/// probe saw).
+async fn body_ends_here(body: &mut Incoming, idle: Duration, end: u64) -> Result<bool, ErrorKind> {
+    if body.is_end_stream() {
+        return Ok(true);
+    }
+    // Trailers or empty frames may come first; a few are looked through.
+    for _ in 0..8 {
+        match tokio::time::timeout(idle, body.frame()).await {
+            Ok(None) => return Ok(true),
+            Err(_) | Ok(Some(Err(_))) => return Ok(false),
+            Ok(Some(Ok(f))) => {
+                if f.into_data().is_ok_and(|d| !d.is_empty()) {
+                    return Err(past_the_end(end));
+                }
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// A body that runs past the object's probed size.
+fn past_the_end(size: u64) -> ErrorKind {
+    ErrorKind::ObjectChanged {
+        detail: format!("the body continues past byte {size}, the probed size"),
     }
 }
 
@@ -672,13 +718,35 @@ fn build_request(
         v.set_sensitive(true);
         b = b.header(header::AUTHORIZATION, v);
     }
-    for (name, value) in ep.headers() {
-        let n = header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("header name"))?;
-        let mut v = HeaderValue::from_str(value).map_err(|_| bad(&format!("value of {name}")))?;
+    let mut req = b.body(Empty::new()).map_err(|_| bad("request target"))?;
+    add_extra_headers(req.headers_mut(), ep.headers())?;
+    Ok(req)
+}
+
+/// The endpoint's extra headers: the first of a name replaces hydra's (`User-Agent`), a
+/// repeated one adds a value; a header hydra controls ([`crate::headers::reserved`]) is
+/// refused.
+fn add_extra_headers(h: &mut http::HeaderMap, extra: &[(String, String)]) -> Result<(), ErrorKind> {
+    let mut given = Vec::new();
+    for (name, value) in extra {
+        let n = header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| ErrorKind::Unsupported(format!("invalid header name {name:?}")))?;
+        if crate::headers::reserved(name) {
+            return Err(ErrorKind::Unsupported(format!(
+                "header {n} is set by hydra"
+            )));
+        }
+        let mut v = HeaderValue::from_bytes(value.as_bytes())
+            .map_err(|_| ErrorKind::Unsupported(format!("invalid value of header {n}")))?;
         v.set_sensitive(true);
-        b = b.header(n, v);
+        if given.contains(&n) {
+            h.append(n, v);
+        } else {
+            h.insert(n.clone(), v);
+            given.push(n);
+        }
     }
-    b.body(Empty::new()).map_err(|_| bad("request target"))
+    Ok(())
 }
 
 fn map_hyper(e: hyper::Error, max_header_bytes: usize) -> ErrorKind {
@@ -703,6 +771,32 @@ mod tests {
         assert!(check_redirect(&u("https://a/x"), &u("https://b/y")).is_ok());
         assert!(matches!(
             check_redirect(&u("http://a/x"), &u("ftp://a/x")),
+            Err(ErrorKind::Unsupported(_))
+        ));
+    }
+
+    #[test]
+    fn a_user_agent_header_replaces_hydras_and_a_reserved_one_is_refused() {
+        let ask = Ask {
+            range: Some((0, Some(9))),
+            if_range: None,
+            slot: None,
+        };
+        let ep = Endpoint::parse("http://h.example/f")
+            .unwrap()
+            .with_header("user-agent", "mine/1")
+            .with_header("X-Twice", "a")
+            .with_header("X-Twice", "b");
+        let req = build_request(&ep, &ask, "hydra/0").unwrap();
+        let agents: Vec<_> = req.headers().get_all(header::USER_AGENT).iter().collect();
+        assert_eq!(agents, ["mine/1"]);
+        assert_eq!(req.headers().get_all("x-twice").iter().count(), 2);
+        assert_eq!(req.headers()[header::RANGE], "bytes=0-9");
+        let host = Endpoint::parse("http://h.example/f")
+            .unwrap()
+            .with_header("Host", "evil.example");
+        assert!(matches!(
+            build_request(&host, &ask, "hydra/0"),
             Err(ErrorKind::Unsupported(_))
         ));
     }

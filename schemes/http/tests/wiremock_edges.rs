@@ -290,3 +290,108 @@ async fn credentials_are_sent_but_never_shown() {
         "{shown}"
     );
 }
+
+#[tokio::test]
+async fn a_gzip_coded_range_is_refused_and_nothing_is_written() {
+    let s = serve(
+        206,
+        &[
+            ("Content-Range", "bytes 10-19/100"),
+            ("Content-Encoding", "gzip"),
+        ],
+        &[7; 10],
+    )
+    .await;
+    let sink = Arc::new(MemorySink::new(100));
+    let out = fetch(
+        &scheme(),
+        &url(&s),
+        &probe_of(100),
+        ByteRange::new(10, 20),
+        &sink,
+    )
+    .await;
+    match kind(out) {
+        ErrorKind::Protocol(why) => assert!(why.contains("Content-Encoding gzip"), "{why}"),
+        k => panic!("expected a protocol refusal, got {k}"),
+    }
+    assert!(sink.written().is_empty());
+}
+
+#[tokio::test]
+async fn a_probe_answered_with_a_gzip_coded_range_is_refused() {
+    let s = serve(
+        206,
+        &[
+            ("Content-Range", "bytes 0-0/100"),
+            ("Content-Encoding", "gzip"),
+        ],
+        &[7; 1],
+    )
+    .await;
+    let e = scheme()
+        .probe(&Endpoint::parse(&url(&s)).unwrap())
+        .await
+        .unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Protocol(_)), "{e}");
+}
+
+/// Serves one connection with `head` then `body`, raw, and closes it.
+async fn raw_once(head: &'static str, body: Vec<u8>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut c, _) = l.accept().await.unwrap();
+        let mut buf = vec![0u8; 4096];
+        let _ = c.read(&mut buf).await;
+        let _ = c.write_all(head.as_bytes()).await;
+        let _ = c.write_all(&body).await;
+        let _ = c.shutdown().await;
+    });
+    format!("http://{addr}/f")
+}
+
+/// `data` as one HTTP/1.1 chunk and the last chunk.
+fn chunked(data: &[u8]) -> Vec<u8> {
+    let mut v = format!("{:x}\r\n", data.len()).into_bytes();
+    v.extend_from_slice(data);
+    v.extend_from_slice(b"\r\n0\r\n\r\n");
+    v
+}
+
+#[tokio::test]
+async fn a_whole_object_body_longer_than_the_probed_size_is_an_object_change() {
+    // A chunked 200 states no length: only the bytes past the probed size show that the
+    // object grew, and they must not be cut at the bound and called complete.
+    let url = raw_once(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+        chunked(&[7; 150]),
+    )
+    .await;
+    let sink = Arc::new(MemorySink::new(100));
+    let mut p = probe_of(100);
+    p.ranged = false;
+    let out = fetch(&scheme(), &url, &p, ByteRange::new(0, 100), &sink).await;
+    match kind(out) {
+        ErrorKind::ObjectChanged { detail } => {
+            assert!(detail.contains("past byte 100"), "{detail}")
+        }
+        k => panic!("expected an object change, got {k}"),
+    }
+}
+
+#[tokio::test]
+async fn a_whole_object_body_that_ends_at_the_probed_size_completes() {
+    let url = raw_once(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+        chunked(&[7; 100]),
+    )
+    .await;
+    let sink = Arc::new(MemorySink::new(100));
+    let mut p = probe_of(100);
+    p.ranged = false;
+    let out = fetch(&scheme(), &url, &p, ByteRange::new(0, 100), &sink).await;
+    assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
+    assert_eq!(sink.written().len_bytes(), 100);
+}

@@ -1,0 +1,481 @@
+//! What keeps a byte from a lying source out of a file called complete.
+//!
+//! **Every stream proves where it starts.** A fetch of `[lo, hi)` with `lo > 0` from a source
+//! with ranges is asked for [`PROOF_BYTES`] more, `[lo − k, hi)`. Those first `k` bytes are
+//! never written ([`ProvingSink`] keeps them); once the bytes at `[lo − k, lo)` are held
+//! (at once, or at the latest when every byte is), the two are compared. A stream that does
+//! not line up with what is held is a lie about offsets by one of the two sources (an FTP
+//! server that acknowledges `REST` and sends from byte 0, a body shifted from its
+//! `Content-Range`), and the bytes of both fetches are revoked and fetched again. The source
+//! to blame:
+//!
+//! * the stream's own, when the bytes it disagrees with are its own, or when its first bytes
+//!   are the object's first bytes (it restarted from 0);
+//! * otherwise the one that disagrees with two or more other sources.
+//!
+//! A blamed source is dropped and **every** byte it delivered is revoked. When mismatches go
+//! on without a source to blame ([`MAX_MISMATCHES`]), the transfer is refused: the sources do
+//! not serve the same bytes at the same offsets.
+//!
+//! **A source found changed is dropped, with what it delivered since its last standing
+//! check.** A fetch that delivered bytes passed its response's validator check, which was
+//! made after it was requested; bytes a source delivered before the last such request were
+//! served before its object changed. The rest are revoked and fetched again from the sources
+//! that still agree.
+//!
+//! Revoking needs the fetch to have stopped writing: bytes of a fetch still running are
+//! revoked when it ends.
+
+use crate::sink::Sink;
+use crate::writer::{FetchEvent, FetchEventKind};
+use hydra_core::{ByteRange, FetchId, RangeSet, Scheduler, SourceId};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How many bytes before its range a stream is asked to start, to prove its offset.
+pub(crate) const PROOF_BYTES: u64 = 64;
+
+/// Mismatches without a source to blame after which the transfer is refused.
+pub(crate) const MAX_MISMATCHES: u32 = 8;
+
+/// The first bytes of a stream asked to start `k` bytes before `lo`.
+#[derive(Debug)]
+pub(crate) struct Prefix {
+    lo: u64,
+    k: u64,
+    bytes: Mutex<Vec<u8>>,
+}
+
+impl Prefix {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        // Invariant: the critical sections only extend or copy a vector.
+        self.bytes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn complete(&self) -> Option<Vec<u8>> {
+        let b = self.lock();
+        (b.len() as u64 == self.k).then(|| b.clone())
+    }
+}
+
+/// A sink for a stream with a proof prefix: bytes below `lo` are kept in the [`Prefix`] (in
+/// order, up to `k`), never written; the rest pass through.
+pub(crate) struct ProvingSink {
+    inner: Arc<dyn Sink>,
+    prefix: Arc<Prefix>,
+}
+
+impl ProvingSink {
+    pub(crate) fn new(inner: Arc<dyn Sink>, prefix: Arc<Prefix>) -> Self {
+        ProvingSink { inner, prefix }
+    }
+}
+
+impl Sink for ProvingSink {
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let lo = self.prefix.lo;
+        let end = offset + data.len() as u64;
+        if offset < lo {
+            let start = lo - self.prefix.k;
+            let mut kept = self.prefix.lock();
+            if offset == start + kept.len() as u64 {
+                let n = (end.min(lo) - offset) as usize;
+                kept.extend_from_slice(&data[..n]);
+            }
+        }
+        if end <= lo {
+            return Ok(());
+        }
+        let from = lo.saturating_sub(offset) as usize;
+        self.inner.write_at(offset.max(lo), &data[from..])
+    }
+    fn written(&self) -> RangeSet {
+        self.inner.written()
+    }
+    fn overlap_bytes(&self) -> u64 {
+        self.inner.overlap_bytes()
+    }
+    fn finish(&self) -> io::Result<()> {
+        self.inner.finish()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.inner.read_at(offset, buf)
+    }
+    fn forget(&self, range: ByteRange) -> bool {
+        self.inner.forget(range)
+    }
+}
+
+/// Drops the part of a fetch event below `lo` (the proof prefix: neither held nor waste).
+pub(crate) fn above(lo: u64, e: FetchEvent) -> Option<FetchEvent> {
+    let FetchEventKind::Bytes { offset, len } = e.kind else {
+        return Some(e);
+    };
+    let end = offset + len;
+    (end > lo).then(|| FetchEvent {
+        fetch: e.fetch,
+        kind: FetchEventKind::Bytes {
+            offset: offset.max(lo),
+            len: end - offset.max(lo),
+        },
+    })
+}
+
+/// What one fetch delivered to the sink.
+#[derive(Debug)]
+struct Delivery {
+    source: usize,
+    /// The first byte it writes to the sink (its range's low end).
+    lo: u64,
+    /// One past the last byte it delivered.
+    pos: u64,
+    requested_at: Instant,
+    last_byte_at: Option<Instant>,
+    running: bool,
+    proof: Option<Arc<Prefix>>,
+    /// Revoke what it delivered once it has ended.
+    revoke_on_end: bool,
+}
+
+impl Delivery {
+    fn range(&self) -> ByteRange {
+        ByteRange::new(self.lo, self.pos.max(self.lo))
+    }
+}
+
+/// A source dropped for lying, or for a changed object, with why.
+#[derive(Debug, Clone)]
+pub(crate) struct Dropped {
+    pub source: usize,
+    pub why: String,
+}
+
+/// The engine's record of every fetch's deliveries, and the proofs still open.
+#[derive(Debug, Default)]
+pub(crate) struct Integrity {
+    fetches: BTreeMap<FetchId, Delivery>,
+    /// Per source, the other sources whose streams it disagreed with.
+    strikes: BTreeMap<usize, BTreeSet<Option<usize>>>,
+    mismatches: u32,
+    dropped: Vec<Dropped>,
+    revoked: u64,
+    /// The sink cannot forget bytes: a revoke is impossible, and the transfer must refuse.
+    stuck: Option<String>,
+}
+
+impl Integrity {
+    /// Records a fetch of `range` from `source`; returns the prefix to collect when it must
+    /// prove its start (see the module doc), with the range to ask the scheme for.
+    pub(crate) fn on_request(
+        &mut self,
+        fetch: FetchId,
+        source: usize,
+        range: ByteRange,
+        proves: bool,
+    ) -> (ByteRange, Option<Arc<Prefix>>) {
+        let k = if proves { range.lo.min(PROOF_BYTES) } else { 0 };
+        let proof = (k > 0).then(|| {
+            Arc::new(Prefix {
+                lo: range.lo,
+                k,
+                bytes: Mutex::new(Vec::with_capacity(k as usize)),
+            })
+        });
+        self.fetches.insert(
+            fetch,
+            Delivery {
+                source,
+                lo: range.lo,
+                pos: range.lo,
+                requested_at: Instant::now(),
+                last_byte_at: None,
+                running: true,
+                proof: proof.clone(),
+                revoke_on_end: false,
+            },
+        );
+        (ByteRange::new(range.lo - k, range.hi), proof)
+    }
+
+    /// `len` bytes at `offset` of `fetch` reached the sink at `at`.
+    pub(crate) fn on_bytes(&mut self, fetch: FetchId, offset: u64, len: u64, at: Instant) {
+        if let Some(d) = self.fetches.get_mut(&fetch) {
+            d.pos = d.pos.max(offset + len);
+            d.last_byte_at = Some(at);
+        }
+    }
+
+    /// The low end a fetch's bound may be lowered to without cutting into its proof prefix
+    /// (the scheduler knows only the range).
+    pub(crate) fn effective(&self, fetch: FetchId, hi: u64) -> u64 {
+        self.fetches.get(&fetch).map_or(hi, |d| hi.max(d.lo))
+    }
+
+    /// `fetch` ended: a revoke waiting for it happens now.
+    pub(crate) fn on_end(&mut self, fetch: FetchId, sched: &mut Scheduler, sink: &dyn Sink) {
+        let Some(d) = self.fetches.get_mut(&fetch) else {
+            return;
+        };
+        d.running = false;
+        if std::mem::take(&mut d.revoke_on_end) {
+            let r = d.range();
+            self.revoke(r, sched, sink);
+        }
+    }
+
+    /// Checks every open proof whose reference bytes are held (all of them when `all`, at
+    /// the end of a transfer). Returns the fetches to abandon (still running, found lying).
+    pub(crate) fn check(
+        &mut self,
+        sched: &mut Scheduler,
+        sink: &dyn Sink,
+        now: Duration,
+    ) -> Vec<FetchId> {
+        let mut verdicts = Vec::new();
+        for (&f, d) in &self.fetches {
+            let Some(p) = &d.proof else { continue };
+            if d.pos <= d.lo {
+                continue;
+            }
+            let reference = ByteRange::new(p.lo - p.k, p.lo);
+            if !sched.held().contains_range(reference) {
+                continue;
+            }
+            let Some(claimed) = p.complete() else {
+                continue;
+            };
+            let mut held = vec![0; p.k as usize];
+            if sink.read_at(reference.lo, &mut held).is_err() {
+                continue;
+            }
+            let restarted = self.restarted_from_zero(&claimed, sink, p.lo);
+            verdicts.push((f, claimed == held, restarted));
+        }
+        let mut abandon = Vec::new();
+        for (f, ok, restarted) in verdicts {
+            if let Some(d) = self.fetches.get_mut(&f) {
+                d.proof = None;
+            }
+            if !ok {
+                abandon.extend(self.mismatch(f, restarted, sched, sink, now));
+            }
+        }
+        abandon
+    }
+
+    /// Whether a stream's first bytes are the object's first bytes (it ignored its offset).
+    fn restarted_from_zero(&self, claimed: &[u8], sink: &dyn Sink, lo: u64) -> bool {
+        let k = claimed.len() as u64;
+        if lo < 2 * k {
+            return false;
+        }
+        let mut head = vec![0; claimed.len()];
+        sink.read_at(0, &mut head).is_ok() && head == claimed
+    }
+
+    /// The stream of `f` does not line up with the bytes held before it.
+    fn mismatch(
+        &mut self,
+        f: FetchId,
+        restarted: bool,
+        sched: &mut Scheduler,
+        sink: &dyn Sink,
+        now: Duration,
+    ) -> Vec<FetchId> {
+        let Some(d) = self.fetches.get(&f) else {
+            return Vec::new();
+        };
+        let (s, lo) = (d.source, d.lo);
+        let writers: Vec<FetchId> = self
+            .fetches
+            .iter()
+            .filter(|(g, w)| **g != f && w.range().lo < lo && lo <= w.range().hi)
+            .map(|(g, _)| *g)
+            .collect();
+        let others: BTreeSet<usize> = writers.iter().map(|g| self.fetches[g].source).collect();
+        tracing::warn!(
+            source = s,
+            at = lo,
+            "a stream does not line up with the bytes before it"
+        );
+        if restarted || others.contains(&s) {
+            let why = if restarted {
+                format!("sent the object from byte 0 when asked to start at byte {lo}")
+            } else {
+                format!("its bytes before and after byte {lo} do not line up")
+            };
+            return self.drop_source(s, &format!("lies about offsets: {why}"), sched, sink, now);
+        }
+        self.mismatches += 1;
+        // Which of the two lies is not known yet: neither keeps any byte. A source whose
+        // bytes disagree with one stream may agree with itself everywhere else (a body shifted
+        // by a constant), so everything both delivered is fetched again.
+        let mut abandon = Vec::new();
+        for src in std::iter::once(s).chain(others.iter().copied()) {
+            abandon.extend(self.revoke_source(src, sched, sink));
+        }
+        let counterpart = others.iter().next().copied();
+        self.strikes.entry(s).or_default().insert(counterpart);
+        for &o in &others {
+            self.strikes.entry(o).or_default().insert(Some(s));
+        }
+        let blamed: Vec<usize> = self
+            .strikes
+            .iter()
+            .filter(|(_, c)| c.len() >= 2)
+            .map(|(s, _)| *s)
+            .collect();
+        for b in blamed {
+            let why = "lies about offsets: its streams disagree with two other sources";
+            abandon.extend(self.drop_source(b, why, sched, sink, now));
+        }
+        if self.mismatches >= MAX_MISMATCHES && self.stuck.is_none() {
+            self.stuck = Some(format!(
+                "the sources do not serve the same bytes at the same offsets ({} streams did \
+                 not line up with the bytes before them)",
+                self.mismatches
+            ));
+        }
+        abandon
+    }
+
+    /// Drops `source` (dead to the scheduler) and revokes every byte it delivered.
+    fn drop_source(
+        &mut self,
+        source: usize,
+        why: &str,
+        sched: &mut Scheduler,
+        sink: &dyn Sink,
+        now: Duration,
+    ) -> Vec<FetchId> {
+        self.strikes.remove(&source);
+        if !self.dropped.iter().any(|d| d.source == source) {
+            self.dropped.push(Dropped {
+                source,
+                why: why.to_owned(),
+            });
+        }
+        sched.on_source_dead(SourceId(source as u16), now);
+        self.revoke_source(source, sched, sink)
+    }
+
+    /// Revokes every byte `source` delivered (those of running fetches when they end; those
+    /// fetches are returned, to be abandoned).
+    fn revoke_source(
+        &mut self,
+        source: usize,
+        sched: &mut Scheduler,
+        sink: &dyn Sink,
+    ) -> Vec<FetchId> {
+        let mine: Vec<FetchId> = self
+            .fetches
+            .iter()
+            .filter(|(_, d)| d.source == source)
+            .map(|(f, _)| *f)
+            .collect();
+        mine.into_iter()
+            .flat_map(|f| self.revoke_fetch(f, sched, sink))
+            .collect()
+    }
+    /// `source` said itself that its data is not where it was asked for
+    /// ([`crate::ErrorKind::Misplaced`]): it is dropped with every byte it delivered.
+    pub(crate) fn lied(
+        &mut self,
+        source: usize,
+        why: &str,
+        sched: &mut Scheduler,
+        sink: &dyn Sink,
+        now: Duration,
+    ) -> Vec<FetchId> {
+        self.drop_source(source, why, sched, sink, now)
+    }
+
+    /// `source`'s object changed: it is dropped, and what it delivered after its last
+    /// standing check (its latest request that delivered bytes) is revoked.
+    pub(crate) fn changed(
+        &mut self,
+        source: usize,
+        why: &str,
+        sched: &mut Scheduler,
+        sink: &dyn Sink,
+        now: Duration,
+    ) -> Vec<FetchId> {
+        if !self.dropped.iter().any(|d| d.source == source) {
+            self.dropped.push(Dropped {
+                source,
+                why: format!("object changed during the transfer ({why}); dropped"),
+            });
+        }
+        sched.on_source_dead(SourceId(source as u16), now);
+        let standing = self
+            .fetches
+            .values()
+            .filter(|d| d.source == source && d.last_byte_at.is_some())
+            .map(|d| d.requested_at)
+            .max();
+        let suspect: Vec<FetchId> = self
+            .fetches
+            .iter()
+            .filter(|(_, d)| d.source == source)
+            .filter(|(_, d)| match (d.last_byte_at, standing) {
+                (Some(last), Some(stood)) => last >= stood,
+                _ => false,
+            })
+            .map(|(f, _)| *f)
+            .collect();
+        suspect
+            .into_iter()
+            .flat_map(|f| self.revoke_fetch(f, sched, sink))
+            .collect()
+    }
+
+    /// Revokes what `f` delivered now, or when it ends if it is still running (then it is
+    /// returned, to be abandoned).
+    fn revoke_fetch(&mut self, f: FetchId, sched: &mut Scheduler, sink: &dyn Sink) -> Vec<FetchId> {
+        let Some(d) = self.fetches.get_mut(&f) else {
+            return Vec::new();
+        };
+        d.proof = None;
+        if d.running {
+            d.revoke_on_end = true;
+            return vec![f];
+        }
+        let r = d.range();
+        d.pos = d.lo;
+        self.revoke(r, sched, sink);
+        Vec::new()
+    }
+
+    fn revoke(&mut self, r: ByteRange, sched: &mut Scheduler, sink: &dyn Sink) {
+        if r.is_empty() {
+            return;
+        }
+        if !sink.forget(r) {
+            self.stuck.get_or_insert_with(|| {
+                "bytes from a dropped source cannot be fetched again into this output".to_owned()
+            });
+            return;
+        }
+        self.revoked += sched.revoke(r);
+    }
+
+    /// Sources dropped so far, with why.
+    pub(crate) fn dropped(&self) -> &[Dropped] {
+        &self.dropped
+    }
+
+    /// Why the transfer must be refused, when it must.
+    pub(crate) fn refusal(&self) -> Option<&str> {
+        self.stuck.as_deref()
+    }
+
+    /// Bytes revoked and fetched again.
+    pub(crate) fn revoked(&self) -> u64 {
+        self.revoked
+    }
+}
