@@ -60,6 +60,8 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
                 &ctl_path.display().to_string(),
                 &format!("unreadable control file ({e}); starting over"),
             ),
+            // A complete FILE with no part file is -c's to check, not to start over.
+            _ if output.exists() => {}
             _ => {
                 if !ui.quiet && !ui.json {
                     eprintln!(
