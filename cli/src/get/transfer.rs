@@ -204,6 +204,7 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
         Ended::Engine(Ok(r)) => {
             probed.sources.extend(r.joined.iter().cloned());
             probed.dropped.extend(r.dropped.iter().cloned());
+            probed.dropped.extend(r.removed.iter().cloned());
             r
         }
         failed => {

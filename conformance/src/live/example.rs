@@ -447,10 +447,16 @@ async fn serve(s: TcpStream, state: Arc<Mutex<OriginState>>, served: Arc<AtomicU
         Some(OriginFault::TruncateEvery { after }) => hi.min(lo + after),
         _ => hi,
     };
+    // A misplaced start serves the right length from 4 KiB further on.
+    let shift = if fault == Some(OriginFault::MisplacedStart) {
+        4096
+    } else {
+        0
+    };
     let mut pos = lo;
     while pos < end {
         let n = (end - pos).min(16 * 1024);
-        if s.write_all(&example_bytes(seed, pos, pos + n))
+        if s.write_all(&example_bytes(seed, pos + shift, pos + shift + n))
             .await
             .is_err()
         {
@@ -475,10 +481,23 @@ impl LiveOrigin for ExampleOrigin {
         let st = self.lock();
         example_bytes(st.seed, 0, st.size)
     }
-    fn supports(&self, _: OriginFault) -> bool {
-        true
+    fn supports(&self, fault: OriginFault) -> bool {
+        matches!(
+            fault,
+            OriginFault::IgnoreRanges
+                | OriginFault::TruncateEvery { .. }
+                | OriginFault::WrongRange
+                | OriginFault::RefuseRequests
+                | OriginFault::MisplacedStart
+        )
     }
     fn set_fault(&self, fault: Option<OriginFault>) -> Result<(), LiveError> {
+        if let Some(f) = fault.filter(|&f| !self.supports(f)) {
+            return Err(LiveError::Unsupported(format!(
+                "the example origin cannot {}",
+                f.name()
+            )));
+        }
         self.lock().fault = fault;
         Ok(())
     }

@@ -25,6 +25,19 @@ pub enum OriginFault {
     WrongRange,
     /// Refuse every request at the protocol level (HTTP `503`, FTP `421`).
     RefuseRequests,
+    /// Acknowledge the range asked for and serve bytes from elsewhere: an FTP server that
+    /// answers `REST` with `350` and streams from byte 0, an HTTP body shifted from its
+    /// `Content-Range`, an SFTP read answered from another offset.
+    MisplacedStart,
+    /// Compress ranged bodies and say so (`Content-Encoding: gzip` on a `206`).
+    EncodedRanges,
+    /// Stop sending validators (no `ETag`, no `Last-Modified`).
+    DropValidators,
+    /// Correct headers, then a trickle of this many bytes per second.
+    Trickle {
+        /// Bytes per second.
+        rate: u64,
+    },
 }
 
 impl OriginFault {
@@ -35,6 +48,10 @@ impl OriginFault {
             OriginFault::TruncateEvery { .. } => "truncate_every",
             OriginFault::WrongRange => "wrong_range",
             OriginFault::RefuseRequests => "refuse_requests",
+            OriginFault::MisplacedStart => "misplaced_start",
+            OriginFault::EncodedRanges => "encoded_ranges",
+            OriginFault::DropValidators => "drop_validators",
+            OriginFault::Trickle { .. } => "trickle",
         }
     }
 }

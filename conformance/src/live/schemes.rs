@@ -139,6 +139,12 @@ impl LiveOrigin for HttpLive {
             }
             Some(OriginFault::WrongRange) => m.wrong_content_range = true,
             Some(OriginFault::RefuseRequests) => m.refuse = Some(Duration::from_secs(1)),
+            Some(OriginFault::MisplacedStart) => m.shifted_body = Some(4096),
+            Some(OriginFault::EncodedRanges) => m.gzip_ranges = true,
+            Some(OriginFault::DropValidators) => m.no_validators = true,
+            Some(OriginFault::Trickle { rate }) => {
+                m.trickle = Some(http_origin::Trickle { after: 0, rate })
+            }
         }
         self.o.set(m);
         Ok(())
@@ -199,14 +205,28 @@ impl LiveOrigin for SftpLive {
     }
     fn supports(&self, fault: OriginFault) -> bool {
         // SFTP reads are positioned and their replies carry no offset: there is no range to
-        // ignore or to name wrongly, and no protocol-level refusal switch in the origin.
-        matches!(fault, OriginFault::TruncateEvery { .. })
+        // ignore or to name wrongly, no content coding, no validator but size and mtime, and
+        // no protocol-level refusal switch in the origin.
+        matches!(
+            fault,
+            OriginFault::TruncateEvery { .. }
+                | OriginFault::MisplacedStart
+                | OriginFault::Trickle { .. }
+        )
     }
     fn set_fault(&self, fault: Option<OriginFault>) -> Result<(), LiveError> {
         let m = match fault {
             None => sftp_origin::Misbehaviour::default(),
             Some(OriginFault::TruncateEvery { after }) => sftp_origin::Misbehaviour {
                 drop_after_bytes: Some(after),
+                ..sftp_origin::Misbehaviour::default()
+            },
+            Some(OriginFault::MisplacedStart) => sftp_origin::Misbehaviour {
+                shifted_reads: Some(4096),
+                ..sftp_origin::Misbehaviour::default()
+            },
+            Some(OriginFault::Trickle { rate }) => sftp_origin::Misbehaviour {
+                trickle: Some(sftp_origin::Trickle { after: 0, rate }),
                 ..sftp_origin::Misbehaviour::default()
             },
             Some(f) => {
@@ -271,8 +291,15 @@ impl LiveOrigin for FtpLive {
     }
     fn supports(&self, fault: OriginFault) -> bool {
         // FTP replies name no range (`REST` gives only a start, `RETR` carries no offset):
-        // there is nothing to name wrongly, so `WrongRange` has no FTP form.
-        !matches!(fault, OriginFault::WrongRange)
+        // there is nothing to name wrongly, so `WrongRange` has no FTP form; nor has a content
+        // coding, or validators to drop (`MDTM` is the file's), or a trickle in the origin.
+        !matches!(
+            fault,
+            OriginFault::WrongRange
+                | OriginFault::EncodedRanges
+                | OriginFault::DropValidators
+                | OriginFault::Trickle { .. }
+        )
     }
     fn set_fault(&self, fault: Option<OriginFault>) -> Result<(), LiveError> {
         let mut m = ftp_origin::Misbehaviour::default();
@@ -284,9 +311,11 @@ impl LiveOrigin for FtpLive {
             Some(OriginFault::TruncateEvery { after }) => m.truncate_after = Some(after),
             // `421` to every new control connection (open ones are closed on the switch).
             Some(OriginFault::RefuseRequests) => m.refuse = true,
-            Some(f @ OriginFault::WrongRange) => {
+            // `350` to `REST`, and every `RETR` from byte 0.
+            Some(OriginFault::MisplacedStart) => m.rest_ignored = true,
+            Some(f) => {
                 return Err(LiveError::Unsupported(format!(
-                    "FTP replies name no range, so the FTP origin cannot {}",
+                    "the FTP origin cannot {}",
                     f.name()
                 )))
             }
