@@ -59,8 +59,12 @@ async fn a_plugin_that_drops_a_byte_after_a_reset_fails_the_coverage_check() {
     match &t.outcome {
         Outcome::Fail { check, reason } => {
             assert_eq!(*check, Check::Coverage, "{reason}");
+            // The engine's offset proof catches the shifted stream before the digest would.
             assert!(
-                t.outcome.reason().starts_with("coverage: sha256"),
+                t.outcome.reason().starts_with("coverage: sha256")
+                    || t.outcome
+                        .reason()
+                        .contains("did not start where it was asked to"),
                 "{reason}"
             );
         }

@@ -1010,6 +1010,12 @@ impl Engine {
                         let _ = ev.send(EngineEvent::Progress(progress(&sched, now)));
                     }
                 }
+                if sched.outcome() == Some(Outcome::Complete) {
+                    if let Some(why) = integrity.unresolved() {
+                        abort_all(&mut running);
+                        return Err(EngineError::Inconsistent(why));
+                    }
+                }
                 match sched.outcome() {
                     Some(Outcome::Complete) => {
                         // Every byte is held, so no fetch can write another once its bound is

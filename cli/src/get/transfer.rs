@@ -17,7 +17,9 @@ use std::time::Duration;
 
 /// How the engine's run ended.
 enum Ended {
-    Engine(Result<hydra_scheme::Report, EngineError>),
+    Engine(Box<Result<hydra_scheme::Report, EngineError>>),
+    /// The engine's run failed.
+    Failed(EngineError),
     Interrupted,
     /// A floor of `--max-time` or `--speed-limit` was broken, with why.
     Floor(String),
@@ -191,7 +193,7 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
         move || sink.fetched()
     };
     let result = tokio::select! {
-        r = engine.run_joining(&probed, sink.clone(), &already, Some(tx), joining) => Ended::Engine(r),
+        r = engine.run_joining(&probed, sink.clone(), &already, Some(tx), joining) => Ended::Engine(Box::new(r)),
         _ = tokio::signal::ctrl_c() => Ended::Interrupted,
         why = limits::watch(floors, fetched) => Ended::Floor(why),
     };
@@ -200,14 +202,21 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
     let _ = stop_tx.send(true);
     let _ = ck.await;
     let mut probed = probed;
+    let result = match result {
+        Ended::Engine(r) => match *r {
+            Ok(r) => Ok(r),
+            Err(e) => Err(Ended::Failed(e)),
+        },
+        other => Err(other),
+    };
     let report = match result {
-        Ended::Engine(Ok(r)) => {
+        Ok(r) => {
             probed.sources.extend(r.joined.iter().cloned());
             probed.dropped.extend(r.dropped.iter().cloned());
             probed.dropped.extend(r.removed.iter().cloned());
             r
         }
-        failed => {
+        Err(failed) => {
             let (s, c, p) = (sink.clone(), control.clone(), ctl_path.clone());
             let _ = tokio::task::spawn_blocking(move || checkpoint(&s, c, &p)).await;
             let kept = format!(
@@ -217,7 +226,7 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
                 part.display()
             );
             return Err(match failed {
-                Ended::Engine(Err(e)) => classify(e),
+                Ended::Failed(e) => classify(e),
                 Ended::Floor(why) => (Exit::AllFailed, format!("{why}; {kept}")),
                 _ => (Exit::Interrupted, format!("interrupted; {kept}")),
             });

@@ -261,6 +261,12 @@ async fn coverage(
             Check::Liveness,
             format!("the transfer did not end within {:?}", opts.trial_timeout),
         ),
+        // The engine caught the scheme delivering bytes at the wrong offsets against an
+        // honest origin: the scheme breaks coverage.
+        Some(Err(e)) if e.to_string().contains("lies about offsets") => Outcome::fail(
+            Check::Coverage,
+            format!("coverage: the scheme's stream did not start where it was asked to: {e}"),
+        ),
         Some(Err(e)) => Outcome::fail(
             Check::Liveness,
             format!("a source stayed live but the transfer failed ({fault:?}): {e}"),

@@ -138,6 +138,8 @@ struct Delivery {
     last_byte_at: Option<Instant>,
     running: bool,
     proof: Option<Arc<Prefix>>,
+    /// Its first bytes matched what was held before it when last checked.
+    verified: bool,
     /// Revoke what it delivered once it has ended.
     revoke_on_end: bool,
 }
@@ -196,6 +198,7 @@ impl Integrity {
                 last_byte_at: None,
                 running: true,
                 proof: proof.clone(),
+                verified: false,
                 revoke_on_end: false,
             },
         );
@@ -224,6 +227,8 @@ impl Integrity {
         d.running = false;
         if std::mem::take(&mut d.revoke_on_end) {
             let r = d.range();
+            d.pos = d.lo;
+            d.proof = None;
             self.revoke(r, sched, sink);
         }
     }
@@ -236,10 +241,13 @@ impl Integrity {
         sink: &dyn Sink,
         now: Duration,
     ) -> Vec<FetchId> {
+        // Once every byte is held, every stream is checked again against the bytes now before
+        // it: those it was proven against may since have been revoked and fetched again.
+        let all = sched.outcome() == Some(hydra_core::Outcome::Complete);
         let mut verdicts = Vec::new();
         for (&f, d) in &self.fetches {
             let Some(p) = &d.proof else { continue };
-            if d.pos <= d.lo {
+            if d.pos <= d.lo || (d.verified && !all) {
                 continue;
             }
             let reference = ByteRange::new(p.lo - p.k, p.lo);
@@ -259,7 +267,7 @@ impl Integrity {
         let mut abandon = Vec::new();
         for (f, ok, restarted) in verdicts {
             if let Some(d) = self.fetches.get_mut(&f) {
-                d.proof = None;
+                d.verified = ok;
             }
             if !ok {
                 abandon.extend(self.mismatch(f, restarted, sched, sink, now));
@@ -327,7 +335,7 @@ impl Integrity {
         let blamed: Vec<usize> = self
             .strikes
             .iter()
-            .filter(|(_, c)| c.len() >= 2)
+            .filter(|(_, c)| c.iter().flatten().count() >= 2)
             .map(|(s, _)| *s)
             .collect();
         for b in blamed {
@@ -472,6 +480,26 @@ impl Integrity {
     /// Why the transfer must be refused, when it must.
     pub(crate) fn refusal(&self) -> Option<&str> {
         self.stuck.as_deref()
+    }
+
+    /// Why a transfer holding every byte may still not be called complete: two sources whose
+    /// streams did not line up, neither of them dropped. The bytes of both were fetched
+    /// again, but one of them may since have delivered every byte on its own, and a source
+    /// that shifts every offset by the same amount agrees with itself.
+    pub(crate) fn unresolved(&self) -> Option<String> {
+        let dropped = |s: usize| self.dropped.iter().any(|d| d.source == s);
+        self.strikes
+            .iter()
+            .filter(|(s, _)| !dropped(**s))
+            .find(|(_, against)| against.iter().any(|c| c.is_none_or(|c| !dropped(c))))
+            .map(|_| {
+                format!(
+                    "the sources do not serve the same bytes at the same offsets ({} streams \
+                     did not line up with the bytes before them, and no one source could be \
+                     shown to be wrong)",
+                    self.mismatches
+                )
+            })
     }
 
     /// Bytes revoked and fetched again.
