@@ -1,18 +1,23 @@
 //! `hydra` — multi-source, multi-protocol range downloads.
 #![forbid(unsafe_code)]
 
+mod chaos;
 mod checksum;
 mod conformance;
 mod control;
 mod demo;
 mod exit;
 mod get;
+mod logs;
 mod memory;
 mod schemes;
 mod sim;
 mod ui;
 
+use clap::error::{ContextKind, ContextValue};
 use clap::{CommandFactory, Parser, Subcommand};
+use hydra_scheme::text::{redact_userinfo, sanitize};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// hydra: one object from many mirrors at once, with connection count and chunk size computed
@@ -46,17 +51,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            // `hydra demo` runs its FTP origin (libunftp) in process: its warnings about a
-            // client that hung up mid-command (hydra drops sessions and checks it no longer
-            // needs) are the origin's business, not the user's.
-            tracing_subscriber::EnvFilter::try_from_env("HYDRA_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,libunftp=error")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    logs::init(matches!(&cli.command, Command::Get(a) if a.quiet));
     let runtime = || {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -74,4 +73,52 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
     }
+}
+
+/// Prints clap's error (or help, or version) and exits as clap would, with the user info of
+/// any URL in it redacted, a `--header` value not echoed (it may be a token), and control
+/// characters in what the user typed escaped.
+fn usage_error(e: clap::Error) -> ExitCode {
+    if !e.use_stderr() {
+        e.exit();
+    }
+    let styled = e.render();
+    let mut text = if std::io::stderr().is_terminal() {
+        styled.ansi().to_string()
+    } else {
+        styled.to_string()
+    };
+    let arg = e.get(ContextKind::InvalidArg);
+    if let (Some(ContextValue::String(arg)), Some(ContextValue::String(value))) =
+        (arg, e.get(ContextKind::InvalidValue))
+    {
+        if arg.contains("--header") && !value.is_empty() {
+            let shown = match value.split_once(':') {
+                Some((n, _)) if is_token(n.trim()) => format!("{}: ***", n.trim()),
+                _ => "***".to_owned(),
+            };
+            text = text.replace(value.as_str(), &shown);
+        }
+    }
+    for (_, value) in e.context() {
+        let given: &[String] = match value {
+            ContextValue::String(s) => std::slice::from_ref(s),
+            ContextValue::Strings(v) => v,
+            _ => &[],
+        };
+        for s in given {
+            if let std::borrow::Cow::Owned(safe) = sanitize(s) {
+                text = text.replace(s.as_str(), &safe);
+            }
+        }
+    }
+    eprint!("{}", redact_userinfo(&text));
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+}
+
+/// An HTTP field name's characters (RFC 9110 token, less the rarer punctuation).
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }

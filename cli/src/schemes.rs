@@ -39,17 +39,19 @@ pub struct Socks5 {
 
 /// Parses `socks5h://[user:pass@]host[:port]` (`socks5://` is accepted and also resolves
 /// names at the proxy: hydra never resolves a host name locally when a proxy is set).
+/// An error names the proxy without its user info.
 pub fn parse_proxy(s: &str) -> Result<Socks5, String> {
-    let url = Url::parse(s).map_err(|e| format!("--proxy {s}: {e}"))?;
+    let shown = hydra_scheme::text::for_people(s);
+    let url = Url::parse(s).map_err(|e| format!("--proxy {shown}: {e}"))?;
     if !matches!(url.scheme(), "socks5" | "socks5h") {
         return Err(format!(
-            "--proxy {s}: only socks5h://[user:pass@]host:port is supported"
+            "--proxy {shown}: only socks5h://[user:pass@]host:port is supported"
         ));
     }
     let host = url
         .host_str()
         .filter(|h| !h.is_empty())
-        .ok_or_else(|| format!("--proxy {s}: no host"))?;
+        .ok_or_else(|| format!("--proxy {shown}: no host"))?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let port = url.port().unwrap_or(1080);
     let credentials = if url.username().is_empty() {
@@ -246,6 +248,18 @@ mod tests {
         assert_eq!((c.username.as_str(), c.password.as_str()), ("al@ice", "pw"));
         assert_eq!(parse_proxy("socks5://h").unwrap().target.port, 1080);
         assert!(parse_proxy("http://h:1").is_err());
+    }
+
+    #[test]
+    fn a_refused_proxy_is_named_without_its_password() {
+        for bad in [
+            "socks5h://al:s3cret@proxy.example:99999",
+            "http://al:s3cret@proxy.example:1",
+            "socks5h://al:s3cret@:1",
+        ] {
+            let e = parse_proxy(bad).expect_err("refused");
+            assert!(!e.contains("s3cret") && !e.contains("al:"), "{e}");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod headers;
 pub mod options;
 pub mod pool;
 mod response;
@@ -14,5 +15,6 @@ mod scheme;
 #[cfg(feature = "origin")]
 pub mod origin;
 
+pub use headers::{parse_header, ExtraHeader, HeaderError};
 pub use options::{HttpOptions, Socks5Proxy};
 pub use scheme::HttpScheme;

@@ -18,6 +18,7 @@ use hydra_scheme::{Credentials, Target};
 /// | `read_size` | 32 KiB (first reads; grows toward `max_read_size` while 16 reads hold under twice the bandwidth-delay product, and never below this) |
 /// | `max_read_size` | 255 KiB (capped by the server's `limits@openssh.com` and the client packet limit) |
 /// | `window_initial` / `window_min` / `window_max` | 16 / 16 / 64 outstanding reads |
+/// | `read_budget` | 4 MiB per fetch (bytes of reads in flight plus replies held; caps the window and the read size) |
 /// | `sessions` | [`SessionMode::Dedicated`] (one SSH connection per SFTP session) |
 /// | `pool_idle_timeout` | 60 s |
 /// | `max_idle_per_host` | 16 |
@@ -47,6 +48,10 @@ pub struct SftpOptions {
     pub window_min: usize,
     /// The window never adapts above this (1 = one read at a time).
     pub window_max: usize,
+    /// Bytes a fetch (one session) may have outstanding: asked for by reads in flight plus
+    /// replies held for reordering. Bounds its memory whatever the server's pace: no read is
+    /// issued that would pass it (one read is always allowed, and no read is longer than it).
+    pub read_budget: u64,
     /// How SFTP sessions map onto SSH connections.
     pub sessions: SessionMode,
     /// An idle pooled session older than this is closed instead of reused.
@@ -69,6 +74,7 @@ impl Default for SftpOptions {
             window_initial: 16,
             window_min: 16,
             window_max: 64,
+            read_budget: 4 * 1024 * 1024,
             sessions: SessionMode::Dedicated,
             pool_idle_timeout: Duration::from_secs(60),
             max_idle_per_host: 16,
@@ -125,10 +131,11 @@ impl fmt::Debug for SftpAuth {
 /// host names understood; `[host]:port` for ports other than 22).
 #[derive(Debug, Clone, Default)]
 pub struct HostKeyPolicy {
-    /// The known_hosts file; `None` = `~/.ssh/known_hosts`.
+    /// The known_hosts file; `None` = `$HOME/.ssh/known_hosts` (refused when `HOME` is unset).
     pub known_hosts: Option<PathBuf>,
-    /// Accept a host with no recorded key of the offered algorithm and append its key to the
-    /// file (OpenSSH's `accept-new`). A *changed* key is refused regardless.
+    /// Accept a host with no recorded key of any algorithm and append its key to the file
+    /// (OpenSSH's `accept-new`). A *changed* key, and a key of an algorithm the file does not
+    /// hold for a host it does, are refused regardless.
     pub accept_new: bool,
 }
 

@@ -86,6 +86,14 @@ pub(crate) enum HostKeyVerdict {
         fingerprint: String,
         line: usize,
     },
+    /// Keys of other algorithms only are recorded for the host: never learned (a
+    /// man-in-the-middle would offer an algorithm the file does not hold).
+    OtherAlgorithm {
+        fingerprint: String,
+        algorithm: String,
+        recorded: String,
+        line: usize,
+    },
     Certificate,
     Unreadable(String),
 }
@@ -106,10 +114,14 @@ pub fn fingerprint(key: &PublicKey) -> String {
 
 impl Verifier {
     fn check(&self, key: &PublicKey) -> HostKeyVerdict {
-        use russh::keys::known_hosts::{check_known_hosts_path, learn_known_hosts_path};
-        match check_known_hosts_path(&self.host, self.port, key, &self.known_hosts) {
-            Ok(true) => HostKeyVerdict::Known,
-            Ok(false) if self.accept_new => {
+        use russh::keys::known_hosts::{known_host_keys_path, learn_known_hosts_path};
+        let recorded = match known_host_keys_path(&self.host, self.port, &self.known_hosts) {
+            Ok(r) => r,
+            Err(e) => return HostKeyVerdict::Unreadable(e.to_string()),
+        };
+        match verdict_of(key, &recorded) {
+            Some(v) => v,
+            None if self.accept_new => {
                 match learn_known_hosts_path(&self.host, self.port, key, &self.known_hosts) {
                     Ok(()) => {
                         tracing::info!(
@@ -121,17 +133,37 @@ impl Verifier {
                     Err(e) => HostKeyVerdict::Unreadable(format!("recording the key: {e}")),
                 }
             }
-            Ok(false) => HostKeyVerdict::Unknown {
+            None => HostKeyVerdict::Unknown {
                 fingerprint: fingerprint(key),
                 algorithm: key.algorithm().to_string(),
             },
-            Err(russh::keys::Error::KeyChanged { line }) => HostKeyVerdict::Changed {
-                fingerprint: fingerprint(key),
-                line,
-            },
-            Err(e) => HostKeyVerdict::Unreadable(e.to_string()),
         }
     }
+}
+
+/// What the keys recorded for a host (line, key) say of `key`: known (the same key), changed
+/// (another key of its algorithm), another algorithm only; `None` when nothing is recorded.
+fn verdict_of(key: &PublicKey, recorded: &[(usize, PublicKey)]) -> Option<HostKeyVerdict> {
+    if recorded.iter().any(|(_, k)| k == key) {
+        return Some(HostKeyVerdict::Known);
+    }
+    if let Some((line, _)) = recorded
+        .iter()
+        .find(|(_, k)| k.algorithm() == key.algorithm())
+    {
+        return Some(HostKeyVerdict::Changed {
+            fingerprint: fingerprint(key),
+            line: *line,
+        });
+    }
+    recorded
+        .first()
+        .map(|(line, k)| HostKeyVerdict::OtherAlgorithm {
+            fingerprint: fingerprint(key),
+            algorithm: key.algorithm().to_string(),
+            recorded: k.algorithm().to_string(),
+            line: *line,
+        })
 }
 
 impl client::Handler for Verifier {
@@ -165,6 +197,14 @@ fn host_key_error(target: &Target, file: &Path, v: &HostKeyVerdict) -> ErrorKind
             "HOST KEY OF {target} HAS CHANGED (recorded at {file}:{line}); offered {fingerprint} \
              — refused: this may be a man-in-the-middle"
         ),
+        HostKeyVerdict::OtherAlgorithm {
+            fingerprint,
+            algorithm,
+            recorded,
+            line,
+        } => format!(
+            "host key of {target} is a {algorithm} key ({fingerprint}) but {file}:{line} records              a {recorded} key for it — refused, never learned: this may be a man-in-the-middle;              verify the fingerprint out of band, then add it"
+        ),
         HostKeyVerdict::Certificate => {
             format!("{target} offered a host certificate; only plain host keys are checked")
         }
@@ -173,15 +213,23 @@ fn host_key_error(target: &Target, file: &Path, v: &HostKeyVerdict) -> ErrorKind
     })
 }
 
-/// `~/.ssh/known_hosts`, or the configured file.
-pub(crate) fn known_hosts_path(policy: &HostKeyPolicy) -> PathBuf {
-    policy.known_hosts.clone().unwrap_or_else(|| {
-        std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_default()
-            .join(".ssh")
-            .join("known_hosts")
-    })
+/// The configured file, else `$HOME/.ssh/known_hosts`; refused when neither is set (never a
+/// file relative to the working directory).
+pub(crate) fn known_hosts_path(
+    policy: &HostKeyPolicy,
+    home: Option<std::ffi::OsString>,
+) -> Result<PathBuf, ErrorKind> {
+    if let Some(p) = &policy.known_hosts {
+        return Ok(p.clone());
+    }
+    match home.filter(|h| !h.is_empty()) {
+        Some(h) => Ok(PathBuf::from(h).join(".ssh").join("known_hosts")),
+        None => Err(ErrorKind::Unsupported(
+            "no known_hosts file to check the host key against: HOME is not set and no \
+             known_hosts file was given (hydra: --known-hosts FILE)"
+                .to_owned(),
+        )),
+    }
 }
 
 /// The user to log in as: the URL's, else the configured default, else `$USER`.
@@ -217,9 +265,9 @@ pub(crate) async fn dial_ssh(
     key: &HostKey,
     options: &SftpOptions,
 ) -> Result<Arc<SshConn>, ErrorKind> {
+    let known_hosts = known_hosts_path(&options.host_keys, std::env::var_os("HOME"))?;
     let target = Target::new(key.host.clone(), key.port);
     let stream = connector.connect(&target).await.map_err(ErrorKind::Io)?;
-    let known_hosts = known_hosts_path(&options.host_keys);
     let verdict = Arc::new(Mutex::new(None));
     let verifier = Verifier {
         host: target.host.clone(),
@@ -244,6 +292,7 @@ pub(crate) async fn dial_ssh(
                 Some(
                     v @ (HostKeyVerdict::Unknown { .. }
                     | HostKeyVerdict::Changed { .. }
+                    | HostKeyVerdict::OtherAlgorithm { .. }
                     | HostKeyVerdict::Certificate
                     | HostKeyVerdict::Unreadable(_)),
                 ) => host_key_error(&target, &known_hosts, &v),
@@ -403,4 +452,84 @@ pub(crate) async fn dial(
             after: options.connect_timeout,
         })??;
     Ok((s, t0.elapsed()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use russh::keys::ssh_key::private::Ed25519Keypair;
+    use russh::keys::PrivateKey;
+
+    /// A recorded RSA host key (generated once with `ssh-keygen -t rsa -b 2048`).
+    const RSA: &str = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQCzHYzd7GBpTsLLQyV4XfoHQwofIj8tZKKSztFKQXeumP3rumX14j1/PxsDPNXKJdBfXU3brKqFr8whmpVYXPNhR866PgHg2YAdOB1mpXxVXJnzOxpGQPmoqsoEeNVDnJt/ePMkuayp90iPIQiitHI2ys8fZYareGjcDgp6gQv3TJqIev7UEPfHNBKArCJ13qCSvfL20zlcA8NaMovedOJPLFg2s8NBqcxZxLZJsvxg4O7JP/4XrbMSrLh57yynABIoCtXrUzLiO7iR/1rwCQtsB7VHTX0Prf4dVdfLeEJEdBbWBDETooact7fzPVwpmGDmWDxHYgB1gd9101j64uvx";
+
+    fn ed25519(seed: u8) -> PublicKey {
+        PrivateKey::from(Ed25519Keypair::from_seed(&[seed; 32]))
+            .public_key()
+            .clone()
+    }
+
+    fn verifier(file: &Path, accept_new: bool) -> Verifier {
+        Verifier {
+            host: "127.0.0.1".into(),
+            port: 2222,
+            known_hosts: file.to_owned(),
+            accept_new,
+            verdict: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    #[test]
+    fn accept_new_never_learns_a_key_when_another_algorithm_is_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("known_hosts");
+        let before = format!("[127.0.0.1]:2222 {RSA}\n");
+        std::fs::write(&file, &before).unwrap();
+        let v = verifier(&file, true).check(&ed25519(1));
+        assert!(
+            matches!(&v, HostKeyVerdict::OtherAlgorithm { recorded, line: 1, .. } if recorded == "ssh-rsa"),
+            "{v:?}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+        let shown = host_key_error(&Target::new("127.0.0.1", 2222), &file, &v).to_string();
+        assert!(shown.contains("man-in-the-middle"), "{shown}");
+    }
+
+    #[test]
+    fn accept_new_learns_only_a_host_with_no_key_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("known_hosts");
+        std::fs::write(&file, format!("[127.0.0.1]:2223 {RSA}\n")).unwrap();
+        let key = ed25519(1);
+        assert!(matches!(
+            verifier(&file, true).check(&key),
+            HostKeyVerdict::Learned
+        ));
+        assert!(matches!(
+            verifier(&file, false).check(&key),
+            HostKeyVerdict::Known
+        ));
+        assert!(matches!(
+            verifier(&file, true).check(&ed25519(2)),
+            HostKeyVerdict::Changed { line: 2, .. }
+        ));
+    }
+
+    #[test]
+    fn without_home_or_a_configured_file_there_is_no_known_hosts() {
+        let none = HostKeyPolicy::default();
+        for home in [None, Some("".into())] {
+            let e = known_hosts_path(&none, home).unwrap_err().to_string();
+            assert!(e.contains("HOME is not set"), "{e}");
+        }
+        assert_eq!(
+            known_hosts_path(&none, Some("/h".into())).unwrap(),
+            Path::new("/h/.ssh/known_hosts")
+        );
+        let given = HostKeyPolicy {
+            known_hosts: Some("k".into()),
+            ..HostKeyPolicy::default()
+        };
+        assert_eq!(known_hosts_path(&given, None).unwrap(), Path::new("k"));
+    }
 }
