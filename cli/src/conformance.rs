@@ -39,6 +39,16 @@ pub struct ConformanceArgs {
     /// Count known failures as failures (exit non-zero on them too).
     #[arg(long)]
     pub strict: bool,
+    /// Instead of the suite: N seeded downloads through hostile mirrors (random protocols,
+    /// faults, kills and resumes), each checked for corruption, leftovers and hangs.
+    #[arg(long, value_name = "N")]
+    pub chaos: Option<u64>,
+    /// With --chaos: the first run's seed; run i uses SEED + i.
+    #[arg(long, default_value_t = 1, value_name = "SEED")]
+    pub seed: u64,
+    /// With --chaos, a test hook: plant a violation the checker must report.
+    #[arg(long, hide = true, value_name = "WHAT")]
+    pub chaos_plant: Option<crate::chaos::Plant>,
 }
 
 fn scenario_dir(given: Option<PathBuf>) -> Option<PathBuf> {
@@ -55,6 +65,15 @@ fn scenario_dir(given: Option<PathBuf>) -> Option<PathBuf> {
 
 /// Runs `hydra conformance`.
 pub async fn main(args: ConformanceArgs) -> Exit {
+    if let Some(runs) = args.chaos {
+        return crate::chaos::main(crate::chaos::ChaosOptions {
+            runs,
+            first_seed: args.seed,
+            json: args.json,
+            plant: args.chaos_plant,
+        })
+        .await;
+    }
     let mut opts = SuiteOptions {
         preempt_rtt: Duration::from_millis(args.rtt_ms.max(1)),
         preempt_reps: args.reps.max(1),

@@ -3,7 +3,8 @@
 //! * [`Origin`]: libunftp with the unftp-sbe-fs back end, serving a temporary directory that
 //!   holds one generated object ([`object_bytes`]) as [`OBJECT`], on `127.0.0.1:0`, passive
 //!   ports on loopback, anonymous login, optional explicit FTPS; switched into a
-//!   [`Misbehaviour`] (refuse, no `REST`, cut data connections) with
+//!   [`Misbehaviour`] (refuse, no `REST`, `REST` acknowledged but ignored, cut data
+//!   connections) with
 //!   [`Origin::set_misbehaviour`].
 //! * [`Scripted`]: a small hand-written FTP server for what libunftp has no hook for: the
 //!   order of the replies after `ABOR`, a `421` greeting, a `227` naming another host, a data
@@ -67,6 +68,10 @@ pub struct Misbehaviour {
     /// Cut every `RETR` after this many bytes (unless the file ends first): the data
     /// connection is closed and the transfer answered with `426`.
     pub truncate_after: Option<u64>,
+    /// Accept `REST` (`350`, and `REST STREAM` stays in `FEAT`) yet stream every `RETR` from
+    /// byte 0: a server that lies about resuming. `truncate_after` still counts from the
+    /// offset asked for.
+    pub rest_ignored: bool,
 }
 
 /// A running libunftp origin. Dropping it stops accepting connections and removes the
@@ -373,7 +378,11 @@ impl<User: UserDetail> StorageBackend<User> for FaultyFs {
         path: P,
         start_pos: u64,
     ) -> unftp_core::storage::Result<Box<dyn AsyncRead + Send + Sync + Unpin>> {
-        let cut = lock(&self.faults).truncate_after;
+        let Misbehaviour {
+            truncate_after: cut,
+            rest_ignored,
+            ..
+        } = *lock(&self.faults);
         let cut = match cut {
             Some(n) => {
                 let len = self.inner.metadata(user, path.as_ref()).await?.len();
@@ -381,7 +390,8 @@ impl<User: UserDetail> StorageBackend<User> for FaultyFs {
             }
             None => None,
         };
-        let reader = self.inner.get(user, path, start_pos).await?;
+        let from = if rest_ignored { 0 } else { start_pos };
+        let reader = self.inner.get(user, path, from).await?;
         Ok(match cut {
             Some(n) => Box::new(CutAfter {
                 inner: reader.take(n),

@@ -9,6 +9,10 @@
 //! Served: `GET` and `HEAD`; `Range: bytes=a-b`, `bytes=a-`, `bytes=-n` (one range; several
 //! ranges get the whole object, which RFC 9110 allows); `If-Range` with the ETag or the
 //! Last-Modified date; `ETag` (strong) and `Last-Modified` on every response; keep-alive.
+//!
+//! Hostile switches for the chaos run: a `206` whose body is spliced from elsewhere
+//! (`shifted_body`), gzip on ranges (`gzip_ranges`), no validators (`no_validators`), a
+//! trickle after a burst (`trickle`).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -68,6 +72,26 @@ pub struct Misbehaviour {
     pub rate_limit: Option<u64>,
     /// Redirect requests.
     pub redirect: Option<Redirect>,
+    /// Serve each `206` body from this many bytes later in the object than the range its
+    /// `Content-Range` names (which is the range asked for): right headers, spliced bytes.
+    pub shifted_body: Option<u64>,
+    /// Compress each `206` body with gzip and say so (`Content-Encoding: gzip`, the
+    /// compressed `Content-Length`), unasked: a transfer coding sent as a content coding.
+    pub gzip_ranges: bool,
+    /// Send neither `ETag` nor `Last-Modified` (a mirror without validators). `If-Range` is
+    /// still evaluated against the validators it no longer shows.
+    pub no_validators: bool,
+    /// Correct headers and a first burst at full speed, then a trickle.
+    pub trickle: Option<Trickle>,
+}
+
+/// A body that slows to a trickle part way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trickle {
+    /// Body bytes sent at full speed first.
+    pub after: u64,
+    /// Then this many bytes per second (at least one).
+    pub rate: u64,
 }
 
 /// Truncation of response bodies.
@@ -319,10 +343,12 @@ fn respond(state: &State, req: &Request<Incoming>, nth: u64) -> Response<ObjectB
             .unwrap_or_else(|_| internal_error());
     }
     let last_modified = httpdate::fmt_http_date(object.last_modified);
-    b = b
-        .header(header::ETAG, object.etag.as_str())
-        .header(header::LAST_MODIFIED, last_modified.as_str())
-        .header(header::ACCEPT_RANGES, "bytes");
+    if !mis.no_validators {
+        b = b
+            .header(header::ETAG, object.etag.as_str())
+            .header(header::LAST_MODIFIED, last_modified.as_str());
+    }
+    b = b.header(header::ACCEPT_RANGES, "bytes");
     let if_range_ok = match req.headers().get(header::IF_RANGE) {
         None => true,
         Some(v) => v
@@ -363,24 +389,40 @@ fn respond(state: &State, req: &Request<Incoming>, nth: u64) -> Response<ObjectB
             format!("bytes {first}-{last}/{}", object.size),
         );
     }
+    let partial = status == StatusCode::PARTIAL_CONTENT;
+    let shift = mis.shifted_body.filter(|_| partial).unwrap_or(0);
+    let mut body = ObjectBody::generated(object.seed, range, shift);
+    if mis.gzip_ranges && partial {
+        b = b.header(header::CONTENT_ENCODING, "gzip");
+        body = ObjectBody::fixed(gzip(&body.bytes_all()));
+    }
+    let length = body.end - body.pos;
     let body = if req.method() == http::Method::HEAD {
         ObjectBody::empty()
     } else {
         ObjectBody {
-            seed: object.seed,
-            pos: range.lo,
-            end: range.hi,
-            cut_at: mis.truncate.map(|t| range.lo.saturating_add(t.after)),
+            cut_at: mis.truncate.map(|t| body.pos.saturating_add(t.after)),
             rate: mis.rate_limit.filter(|&r| r > 0),
-            pause: None,
-            cut_flushed: false,
+            trickle: mis.trickle.map(|t| Trickle {
+                after: body.pos.saturating_add(t.after),
+                rate: t.rate.max(1),
+            }),
             served: Some(state.bytes.clone()),
+            ..body
         }
     };
     b.status(status)
-        .header(header::CONTENT_LENGTH, range.len())
+        .header(header::CONTENT_LENGTH, length)
         .body(body)
         .unwrap_or_else(|_| internal_error())
+}
+
+/// `data` compressed as one gzip member.
+fn gzip(data: &[u8]) -> Bytes {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    // Writing into a Vec cannot fail.
+    let _ = io::Write::write_all(&mut enc, data);
+    Bytes::from(enc.finish().unwrap_or_default())
 }
 
 fn empty(b: http::response::Builder) -> http::response::Builder {
@@ -436,14 +478,25 @@ fn parse_range(v: &str, size: u64) -> RangeAsk {
     RangeAsk::Range(r)
 }
 
-/// A generated body, produced chunk by chunk as hyper asks for it: rate-limited and cut short
-/// as the switches say.
+/// Where a body's bytes come from.
+enum Content {
+    /// The object's generator: body position `p` carries object byte `p + shift`.
+    Generated { seed: u64, shift: u64 },
+    /// These bytes, body position `p` carrying `bytes[p]`.
+    Fixed(Bytes),
+}
+
+/// A body, produced chunk by chunk as hyper asks for it: rate-limited, slowed to a trickle
+/// and cut short as the switches say. `pos` and `end` are body positions (object offsets
+/// for a generated body).
 struct ObjectBody {
-    seed: u64,
+    content: Content,
     pos: u64,
     end: u64,
     cut_at: Option<u64>,
     rate: Option<u64>,
+    /// The trickle, its `after` as an absolute body position.
+    trickle: Option<Trickle>,
     pause: Option<Pin<Box<tokio::time::Sleep>>>,
     cut_flushed: bool,
     served: Option<Arc<AtomicU64>>,
@@ -451,15 +504,55 @@ struct ObjectBody {
 
 impl ObjectBody {
     fn empty() -> Self {
+        Self::fixed(Bytes::new())
+    }
+
+    fn generated(seed: u64, range: ByteRange, shift: u64) -> Self {
         ObjectBody {
-            seed: 0,
+            content: Content::Generated { seed, shift },
+            pos: range.lo,
+            end: range.hi,
+            ..Self::empty()
+        }
+    }
+
+    fn fixed(bytes: Bytes) -> Self {
+        ObjectBody {
+            end: bytes.len() as u64,
+            content: Content::Fixed(bytes),
             pos: 0,
-            end: 0,
             cut_at: None,
             rate: None,
+            trickle: None,
             pause: None,
             cut_flushed: false,
             served: None,
+        }
+    }
+
+    /// Body bytes `[pos, pos + n)`.
+    fn bytes(&self, pos: u64, n: u64) -> Bytes {
+        match &self.content {
+            Content::Generated { seed, shift } => {
+                let mut buf = Vec::with_capacity(n as usize);
+                fill(*seed, pos + shift, n as usize, &mut buf);
+                Bytes::from(buf)
+            }
+            Content::Fixed(b) => b.slice(pos as usize..(pos + n) as usize),
+        }
+    }
+
+    /// The whole body at once.
+    fn bytes_all(&self) -> Bytes {
+        self.bytes(self.pos, self.end - self.pos)
+    }
+
+    /// The rate in force at the current position, and the most to send before it changes.
+    fn pace(&self) -> (Option<u64>, u64) {
+        match self.trickle {
+            Some(t) if self.pos >= t.after => (Some(t.rate), u64::MAX),
+            Some(t) => (self.rate, t.after - self.pos),
+            None => (self.rate, u64::MAX),
         }
     }
 }
@@ -500,23 +593,23 @@ impl hyper::body::Body for ObjectBody {
                 "origin: truncating the body",
             ))));
         }
-        let mut n = (self.end - self.pos).min(CHUNK);
+        let (rate, until_change) = self.pace();
+        let mut n = (self.end - self.pos).min(CHUNK).min(until_change);
         if let Some(c) = self.cut_at {
             n = n.min(c - self.pos);
         }
-        if let Some(rate) = self.rate {
+        if let Some(rate) = rate {
             // Ten chunks a second at most, at least one byte each.
             n = n.min((rate / 10).max(1));
             let d = Duration::from_secs_f64(n as f64 / rate as f64);
             self.pause = Some(Box::pin(tokio::time::sleep(d)));
         }
-        let mut buf = Vec::with_capacity(n as usize);
-        fill(self.seed, self.pos, n as usize, &mut buf);
+        let data = self.bytes(self.pos, n);
         self.pos += n;
         if let Some(c) = &self.served {
             c.fetch_add(n, Ordering::SeqCst);
         }
-        Poll::Ready(Some(Ok(Frame::data(Bytes::from(buf)))))
+        Poll::Ready(Some(Ok(Frame::data(data))))
     }
 
     fn is_end_stream(&self) -> bool {

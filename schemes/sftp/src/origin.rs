@@ -8,7 +8,8 @@
 //! * One user, `user`, who logs in with `password` or any of `authorized_keys`.
 //! * `limits@openssh.com` advertises `max_read_len` (when non-zero).
 //! * Switches ([`Misbehaviour`]), changeable while it runs with [`OriginHandle::set`]: short
-//!   reads, dropping a connection after N data bytes, delaying every read reply.
+//!   reads, dropping a connection after N data bytes, delaying every read reply, reads
+//!   answered from the wrong offset, a trickle after a burst.
 //!   [`OriginHandle::replace_object`] changes the content and mtime under open handles (an
 //!   in-place rewrite).
 //!
@@ -88,6 +89,22 @@ pub struct Misbehaviour {
     pub drop_after_bytes: Option<u64>,
     /// Wait this long before answering each read.
     pub reply_delay: Option<Duration>,
+    /// Answer a read at offset `o` with the object's bytes from `o + shift` (as many as
+    /// asked, the object's generator continuing past its end): the right length, the wrong
+    /// place.
+    pub shifted_reads: Option<u64>,
+    /// Each connection serves its first bytes at full speed, then trickles.
+    pub trickle: Option<Trickle>,
+}
+
+/// A connection that slows to a trickle part way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trickle {
+    /// Data bytes a connection serves at full speed first.
+    pub after: u64,
+    /// Then this many bytes per second (at least one): each read is answered with at most a
+    /// tenth of a second's worth, that long after it was asked.
+    pub rate: u64,
 }
 
 /// The object's current version.
@@ -549,6 +566,13 @@ impl russh_sftp::server::Handler for SftpHandler {
         if let Some(cap) = m.short_reads {
             n = n.min(u64::from(cap.max(1)));
         }
+        if let Some(t) = m.trickle {
+            if self.conn.bytes.load(Ordering::Relaxed) >= t.after {
+                let rate = t.rate.max(1);
+                n = n.min((rate / 10).max(1));
+                tokio::time::sleep(Duration::from_secs_f64(n as f64 / rate as f64)).await;
+            }
+        }
         let served = self.conn.bytes.fetch_add(n, Ordering::Relaxed) + n;
         if m.drop_after_bytes.is_some_and(|limit| served > limit) {
             self.conn.kill.store(true, Ordering::Relaxed);
@@ -556,9 +580,10 @@ impl russh_sftp::server::Handler for SftpHandler {
         }
         self.state.bytes_served.fetch_add(n, Ordering::Relaxed);
         self.state.reads_served.fetch_add(1, Ordering::Relaxed);
+        let from = offset.saturating_add(m.shifted_reads.unwrap_or(0));
         Ok(Data {
             id,
-            data: object_bytes(o.seed, offset, offset + n),
+            data: object_bytes(o.seed, from, from.saturating_add(n)),
         })
     }
 

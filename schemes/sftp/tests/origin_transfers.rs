@@ -656,3 +656,68 @@ async fn a_fetch_is_not_queued_behind_abandoned_reads_while_a_clear_session_is_i
     }
     assert!(drained_after(), "{:?}", log.lock().unwrap());
 }
+
+#[tokio::test]
+async fn shifted_reads_answer_each_read_with_the_right_length_from_the_wrong_place() {
+    let origin = Origin::start(OriginConfig {
+        size: 1 << 20,
+        seed: 5,
+        ..OriginConfig::default()
+    })
+    .await
+    .unwrap();
+    origin.set(Misbehaviour {
+        shifted_reads: Some(7),
+        ..Misbehaviour::default()
+    });
+    let tmp = temp_dir("shifted");
+    let scheme = SftpScheme::new(trusting(&origin, tmp.path()));
+    let ep = endpoint(&origin);
+    let p = probe(&scheme, &ep).await;
+    let range = ByteRange::new(10_000, 300_000);
+    let f = fetch_of(&ep, &p, range, 1);
+    let outcome = run(&scheme, f.request).await;
+    assert!(matches!(outcome, FetchOutcome::Completed), "{outcome:?}");
+    let got = &f.sink.contents()[range.lo as usize..range.hi as usize];
+    assert_ne!(got, &origin.content(range.lo, range.hi)[..]);
+    assert_eq!(got, &origin.content(range.lo + 7, range.hi + 7)[..]);
+}
+
+#[tokio::test]
+async fn a_trickle_answers_reads_past_its_burst_with_a_tenth_of_its_rate_each() {
+    let origin = Origin::start(OriginConfig {
+        size: 1 << 20,
+        seed: 6,
+        ..OriginConfig::default()
+    })
+    .await
+    .unwrap();
+    let tmp = temp_dir("trickle");
+    let scheme = SftpScheme::new(four_reads_of_32k(&origin, tmp.path()));
+    let ep = endpoint(&origin);
+    let p = probe(&scheme, &ep).await;
+    origin.set(Misbehaviour {
+        trickle: Some(hydra_scheme_sftp::origin::Trickle {
+            after: 64 * 1024,
+            rate: 100_000,
+        }),
+        ..Misbehaviour::default()
+    });
+    let (reads, bytes) = (origin.reads_served(), origin.bytes_served());
+    // 64 KiB in two full reads, then 40 000 bytes in replies of 10 000 at most.
+    let range = ByteRange::new(0, 64 * 1024 + 40_000);
+    let f = fetch_of(&ep, &p, range, 1);
+    let outcome = run(&scheme, f.request).await;
+    assert!(matches!(outcome, FetchOutcome::Completed), "{outcome:?}");
+    assert_eq!(
+        &f.sink.contents()[..range.hi as usize],
+        &origin.content(0, range.hi)[..]
+    );
+    assert_eq!(origin.bytes_served() - bytes, range.len());
+    assert!(
+        origin.reads_served() - reads >= 2 + 4,
+        "{} reads for {} bytes",
+        origin.reads_served() - reads,
+        range.len()
+    );
+}
