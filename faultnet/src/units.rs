@@ -64,7 +64,8 @@ fn fmt_bytes(v: f64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if v >= m {
             let x = v / m;
             return if (x - x.round()).abs() < 1e-9 {
-                write!(f, "{}{name}", x.round() as u64)
+                // `{:.0}`, not `as u64`: a value past u64 would print saturated.
+                write!(f, "{:.0}{name}", x.round())
             } else {
                 write!(f, "{}{name}", trim_float(x))
             };
@@ -86,6 +87,9 @@ pub struct ByteSize(pub u64);
 impl FromStr for ByteSize {
     type Err = UnitError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(n) = plain_bytes(s) {
+            return Ok(ByteSize(n));
+        }
         let (v, unit) = split_number(s).ok_or_else(|| err(s, "a size", "no number"))?;
         let m = byte_multiplier(unit).ok_or_else(|| err(s, "a size", "unknown unit"))?;
         let b = v * m;
@@ -96,9 +100,43 @@ impl FromStr for ByteSize {
     }
 }
 
+/// A whole number of bytes written without a prefix (`1000000001`, `1_000B`), read exactly
+/// (a float would round past 2^53).
+fn plain_bytes(s: &str) -> Option<u64> {
+    let t = s.trim();
+    let digits = t.strip_suffix('B').unwrap_or(t).trim_end();
+    let digits: String = digits.chars().filter(|c| *c != '_').collect();
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// `short` when it reads back as `value`, else `exact`: what `Display` prints always reads back
+/// unchanged (a scenario round-trips), and is short where that loses nothing.
+fn shortest_exact<T: FromStr + PartialEq>(short: String, exact: String, value: &T) -> String {
+    if short.parse::<T>().is_ok_and(|v| v == *value) {
+        short
+    } else {
+        exact
+    }
+}
+
+/// What [`fmt_bytes`] writes, as a string.
+fn bytes_text(v: f64) -> String {
+    struct Short(f64);
+    impl fmt::Display for Short {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            fmt_bytes(self.0, f)
+        }
+    }
+    Short(v).to_string()
+}
+
 impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt_bytes(self.0 as f64, f)
+        let short = bytes_text(self.0 as f64);
+        f.write_str(&shortest_exact(short, format!("{}B", self.0), self))
     }
 }
 
@@ -123,14 +161,19 @@ impl FromStr for Rate {
             .ok_or_else(|| err(s, "a rate", "missing /s"))?;
         let (v, unit) = split_number(body).ok_or_else(|| err(s, "a rate", "no number"))?;
         let m = byte_multiplier(unit).ok_or_else(|| err(s, "a rate", "unknown unit"))?;
-        Ok(Rate(v * m))
+        let r = v * m;
+        if !r.is_finite() {
+            return Err(err(s, "a rate", "too large"));
+        }
+        Ok(Rate(r))
     }
 }
 
 impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt_bytes(self.0, f)?;
-        f.write_str("/s")
+        // `{}` of an f64 is the shortest text that reads back as the same value.
+        let short = format!("{}/s", bytes_text(self.0));
+        f.write_str(&shortest_exact(short, format!("{}B/s", self.0), self))
     }
 }
 
@@ -155,16 +198,22 @@ impl FromStr for Dur {
     type Err = UnitError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let (v, unit) = split_number(s).ok_or_else(|| err(s, "a duration", "no number"))?;
-        let secs = match unit {
-            "ns" => v * 1e-9,
-            "us" | "µs" => v * 1e-6,
-            "ms" => v * 1e-3,
-            "s" => v,
-            "m" | "min" => v * 60.0,
+        let ns_per_unit = match unit {
+            "ns" => 1.0,
+            "us" | "µs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" | "min" => 60e9,
             "" => return Err(err(s, "a duration", "missing unit (ms, s)")),
             _ => return Err(err(s, "a duration", "unknown unit")),
         };
-        Ok(Dur(Duration::from_secs_f64(secs)))
+        // Whole nanoseconds, rounded once: what `Display` prints reads back unchanged, and a
+        // value past `u64` nanoseconds (584 years) is an error, not a panic.
+        let ns = (v * ns_per_unit).round();
+        if ns >= u64::MAX as f64 {
+            return Err(err(s, "a duration", "too large"));
+        }
+        Ok(Dur(Duration::from_nanos(ns as u64)))
     }
 }
 

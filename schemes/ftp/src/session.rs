@@ -508,8 +508,15 @@ fn code(r: &Response) -> u16 {
 /// paths at most, and credentials are never in a path we send).
 fn reply_text(r: &Response) -> String {
     let s = String::from_utf8_lossy(&r.body);
-    let first = s.lines().next().unwrap_or_default();
-    first.get(4..).unwrap_or_default().trim().to_owned()
+    // The first line ends at any CR or LF; control characters never reach a message.
+    let first = s.split(['\r', '\n']).next().unwrap_or_default();
+    let text: String = first
+        .get(4..)
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    text.trim().to_owned()
 }
 
 /// Maps a suppaftp error to the contract's [`ErrorKind`]:
@@ -589,5 +596,99 @@ mod tests {
         assert!(mlst_facts("type=file;size=10;modify=20241301000000; object.bin").is_none());
         assert!(mlst_facts("type=file;size=-1;modify=20240101000000; object.bin").is_none());
         assert!(mlst_facts("").is_none());
+    }
+}
+
+/// Property-based fuzzing of the reply readers hydra writes itself (suppaftp's are driven
+/// through a scripted server in `tests/fuzz_replies.rs`): arbitrary and near-valid replies
+/// and `MLST` entries never panic, and errors read in the protocol's words. Cases: the default
+/// below, or `HYDRA_FUZZ_CASES` for a longer run.
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn cases(default: u32) -> ProptestConfig {
+        let n = std::env::var("HYDRA_FUZZ_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default);
+        ProptestConfig::with_cases(n)
+    }
+
+    /// An `MLST` entry near the valid form.
+    fn near_mlst() -> impl Strategy<Value = String> {
+        let name = prop::sample::select(vec!["size", "Size", "modify", "MODIFY", "type", "x", ""]);
+        let value = prop_oneof![
+            any::<u64>().prop_map(|n| n.to_string()),
+            "[0-9]{12,16}(\\.[0-9]{0,4})?",
+            "[-+]?[0-9]{13}",
+            "\\PC{0,16}",
+        ];
+        (
+            prop::collection::vec((name, value), 0..5),
+            "[ ]{0,2}",
+            "\\PC{0,8}",
+        )
+            .prop_map(|(facts, pad, path)| {
+                let facts: String = facts.iter().map(|(n, v)| format!("{n}={v};")).collect();
+                format!("{pad}{facts} {path}")
+            })
+    }
+
+    /// Found by the property below: a lone CR and NULs in a reply reached the error message.
+    #[test]
+    fn a_reply_with_control_characters_reads_as_one_clean_line() {
+        let r = Response::new(Status::from(0), vec![0, 0, 11, 0, 0, 13, 0]);
+        assert_eq!(reply_text(&r), "");
+        let r = Response::new(Status::from(550), b"550 no\rsuch\x00 file\r\n".to_vec());
+        assert_eq!(reply_text(&r), "no");
+        let r = Response::new(
+            Status::from(550),
+            b"550 no\x07 such\x1b[2J file\r\n".to_vec(),
+        );
+        assert_eq!(
+            map_ftp(FtpError::UnexpectedResponse(r)).to_string(),
+            "protocol violation: FTP reply 550 no such[2J file"
+        );
+    }
+
+    proptest! {
+        #![proptest_config(cases(2000))]
+
+        #[test]
+        fn any_mlst_entry_gives_facts_or_nothing_never_a_panic(s in "\\PC{0,60}") {
+            if let Some((_, modify)) = mlst_facts(&s) {
+                let (text, _) = stamped(modify);
+                prop_assert!(!text.is_empty());
+            }
+        }
+
+        #[test]
+        fn a_near_valid_mlst_entry_gives_facts_that_print_as_mdtm_does(s in near_mlst()) {
+            if let Some((_, modify)) = mlst_facts(&s) {
+                let (text, _) = stamped(modify);
+                let again = NaiveDateTime::parse_from_str(&text, "%Y%m%d%H%M%S");
+                prop_assert_eq!(again.ok(), Some(modify), "{} → {}", s, text);
+            }
+        }
+
+        #[test]
+        fn any_reply_maps_to_an_error_in_the_protocols_words(
+            status in any::<u32>(), body in prop::collection::vec(any::<u8>(), 0..64)
+        ) {
+            let r = Response::new(Status::from(status % 1000), body);
+            let c = code(&r);
+            let text = reply_text(&r);
+            prop_assert!(!text.chars().any(char::is_control), "{text:?}");
+            let kind = map_ftp(FtpError::UnexpectedResponse(r));
+            let shown = kind.to_string();
+            prop_assert!(!shown.chars().any(char::is_control), "{shown:?}");
+            let _ = is_stale(&kind);
+            if let ErrorKind::Protocol(m) = &kind {
+                let prefix = format!("FTP reply {c}");
+                prop_assert!(m.starts_with(&prefix), "{m:?}");
+            }
+        }
     }
 }

@@ -13,6 +13,7 @@ pub mod options;
 pub mod pool;
 mod scheme;
 mod session;
+mod window;
 
 #[cfg(feature = "origin")]
 pub mod origin;

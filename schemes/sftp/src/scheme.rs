@@ -22,6 +22,7 @@ use crate::error::{breaks_session, map_sftp};
 use crate::options::{SessionMode, SftpOptions};
 use crate::pool::Pool;
 use crate::session::{self, HostKey, Session};
+use crate::window::{Outstanding, Window};
 
 /// SFTP's capabilities: ranged, client-bounded (every read names both ends), pipelined, and
 /// only a weak validator (size and whole-second mtime from `FSTAT`).
@@ -51,7 +52,9 @@ const MAX_EMPTY_REPLIES: u32 = 8;
 /// * A probe opens the file and `FSTAT`s it: size, and mtime as a *weak* validator
 ///   ([`Validator::Weak`] `"<size>-<mtime>"`; SFTP v3 has whole-second mtimes and no content
 ///   hash).
-/// * A fetch keeps a window of `SSH_FXP_READ`s outstanding, each issued only below the
+/// * A fetch keeps a window of `SSH_FXP_READ`s outstanding (see `window.rs`: a count adapted
+///   to the bandwidth-delay product, and at most [`SftpOptions::read_budget`] bytes asked for
+///   and not yet written), each issued only below the
 ///   current [`RangeBound`](hydra_scheme::RangeBound) far end, and an `FSTAT` pipelined with
 ///   the first reads: no byte is written before the file's size and mtime are checked against
 ///   the probe ([`ErrorKind::ObjectChanged`] otherwise). Replies may arrive in any order; they
@@ -135,89 +138,6 @@ fn read_fut(raw: &Arc<RawSftpSession>, handle: &str, offset: u64, len: u32) -> R
 
 /// Reads still in flight when a fetch stopped.
 type Leftover = FuturesUnordered<ReadFut>;
-
-/// The window controller: estimates the bandwidth-delay product from the delivery rate and
-/// the smallest read round trip seen, and steps the window (by one per reply) towards
-/// `2 × BDP / read size + 2`, within `[min, max]`.
-#[derive(Debug)]
-struct Window {
-    size: usize,
-    min: usize,
-    max: usize,
-    since: Option<Instant>,
-    delivered: u64,
-    min_rtt: Option<Duration>,
-}
-
-impl Window {
-    fn new(options: &SftpOptions) -> Self {
-        let max = options.window_max.max(1);
-        let min = options.window_min.clamp(1, max);
-        Window {
-            size: options.window_initial.clamp(min, max),
-            min,
-            max,
-            since: None,
-            delivered: 0,
-            min_rtt: None,
-        }
-    }
-
-    fn on_reply(&mut self, bytes: usize, rtt: Duration, read_len: u32) {
-        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
-        let Some(since) = self.since else {
-            // The rate is measured from the first reply on.
-            self.since = Some(Instant::now());
-            return;
-        };
-        self.delivered += bytes as u64;
-        let elapsed = since.elapsed().as_secs_f64();
-        let (Some(rtt), true) = (self.min_rtt, elapsed > 0.0) else {
-            return;
-        };
-        let bdp = self.delivered as f64 / elapsed * rtt.as_secs_f64();
-        let target = (2.0 * bdp / f64::from(read_len.max(1))).ceil() + 2.0;
-        let target = (target.min(self.max as f64) as usize).clamp(self.min, self.max);
-        if target > self.size {
-            self.size += 1;
-        } else if target < self.size {
-            self.size -= 1;
-        }
-    }
-}
-
-impl Window {
-    /// The bandwidth-delay product measured so far, bytes (`None` until a rate and a round
-    /// trip are known). The round trip is the fastest reply seen, which includes the read's
-    /// own transfer time: an over- rather than an underestimate.
-    fn bdp(&self) -> Option<f64> {
-        let since = self.since?;
-        let rtt = self.min_rtt?;
-        let elapsed = since.elapsed().as_secs_f64();
-        (elapsed > 0.0 && self.delivered > 0)
-            .then(|| self.delivered as f64 / elapsed * rtt.as_secs_f64())
-    }
-
-    /// The next read length after a full reply of `len` bytes. Reads double while the
-    /// minimum window of them holds less than twice the bandwidth-delay product, and halve
-    /// (not below `floor`) once it holds more than four times it: every byte in flight past
-    /// a lowered bound is waste, and on a slow connection sixteen reads of 255 KiB are
-    /// seconds of data that a shrink or a collapse would have to drain.
-    fn next_read_len(&self, len: u32, floor: u32, max: u32) -> u32 {
-        let grow = len.saturating_mul(2).min(max);
-        let Some(bdp) = self.bdp() else {
-            return grow;
-        };
-        let want = 2.0 * bdp / self.min as f64;
-        if f64::from(len) < want {
-            grow
-        } else if f64::from(len) > 2.0 * want && len / 2 >= floor {
-            len / 2
-        } else {
-            len
-        }
-    }
-}
 
 impl SftpScheme {
     /// Over TCP, or through `options.socks5` when set.
@@ -450,22 +370,35 @@ impl SftpScheme {
         // Replies not yet writable (a gap before them), by offset.
         let mut pending: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
         let mut next = writer.offset();
-        let max_read = s.max_read.max(1);
+        let mut window = Window::new(&self.options);
+        let max_read = window.max_read(s.max_read);
         let mut read_len = self.options.read_size.clamp(1, max_read);
         let floor_read = read_len;
-        let mut window = Window::new(&self.options);
         let mut empty_replies = 0u32;
-        let issue = |inflight: &mut FuturesUnordered<ReadFut>, off: u64, len: u32| {
-            inflight.push(read_fut(&raw, &handle, off, len));
-            self.stats.reads_issued.fetch_add(1, Ordering::Relaxed);
-        };
+        // Bytes asked for by the reads in flight.
+        let mut asked = 0u64;
+        let issue =
+            |inflight: &mut FuturesUnordered<ReadFut>, asked: &mut u64, off: u64, len: u32| {
+                inflight.push(read_fut(&raw, &handle, off, len));
+                *asked += u64::from(len);
+                self.stats.reads_issued.fetch_add(1, Ordering::Relaxed);
+            };
         loop {
             // A read is issued only below the current far end, and only while the window
-            // (reads in flight + replies buffered for reordering) has room.
+            // (reads in flight + replies buffered for reordering) has room in count and bytes.
             let hi = writer.bound().hi();
-            while inflight.len() + pending.len() < window.size && next < hi {
+            let mut now = Outstanding {
+                reads: inflight.len() + pending.len(),
+                bytes: asked + pending.values().map(|d| d.len() as u64).sum::<u64>(),
+            };
+            while next < hi {
                 let len = (hi - next).min(u64::from(read_len)) as u32;
-                issue(&mut inflight, next, len);
+                if !window.admits(now, len) {
+                    break;
+                }
+                issue(&mut inflight, &mut asked, next, len);
+                now.reads += 1;
+                now.bytes += u64::from(len);
                 next += u64::from(len);
             }
             if writer.remaining() == 0 {
@@ -503,6 +436,7 @@ impl SftpScheme {
                 result,
             }) = reply
             {
+                asked -= u64::from(len);
                 let data = match result {
                     Ok(d) => d.data,
                     Err(SftpError::Status(st)) if st.status_code == StatusCode::Eof => {
@@ -541,7 +475,7 @@ impl SftpScheme {
                     let rest = offset + n as u64;
                     if rest < hi {
                         let rest_len = (u64::from(len) - n as u64).min(hi - rest) as u32;
-                        issue(&mut inflight, rest, rest_len);
+                        issue(&mut inflight, &mut asked, rest, rest_len);
                     }
                 } else {
                     empty_replies = 0;
@@ -699,6 +633,139 @@ impl Scheme for SftpScheme {
                 outcome
             }
             Err(kind) => FetchOutcome::Failed(SchemeError::new(&request.endpoint, kind)),
+        }
+    }
+}
+
+/// Property-based fuzzing of what the fetch does with replies (reassembly of out-of-order and
+/// overlapping reads through [`flush`], the `FSTAT` check, status mapping): arbitrary replies
+/// never panic, never write a byte twice or past the bound, and write in order. Cases: the
+/// default below, or `HYDRA_FUZZ_CASES` for a longer run.
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use hydra_scheme::{ByteRange, FetchEvent, FetchEventKind, FetchId, MemorySink, Sink};
+    use proptest::prelude::*;
+    use russh_sftp::protocol::Status;
+    use std::sync::Mutex;
+
+    fn cases(default: u32) -> ProptestConfig {
+        let n = std::env::var("HYDRA_FUZZ_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default);
+        ProptestConfig::with_cases(n)
+    }
+
+    const SIZE: u64 = 2048;
+
+    fn status_code() -> impl Strategy<Value = StatusCode> {
+        prop::sample::select(vec![
+            StatusCode::Ok,
+            StatusCode::Eof,
+            StatusCode::NoSuchFile,
+            StatusCode::PermissionDenied,
+            StatusCode::Failure,
+            StatusCode::BadMessage,
+            StatusCode::NoConnection,
+            StatusCode::ConnectionLost,
+            StatusCode::OpUnsupported,
+        ])
+    }
+
+    proptest! {
+        #![proptest_config(cases(1000))]
+
+        #[test]
+        fn replies_in_any_order_and_overlap_are_written_once_in_order_below_the_bound(
+            lo in 0..SIZE / 2,
+            len in 1..SIZE / 2,
+            replies in prop::collection::vec((0..SIZE, 0usize..300), 0..24),
+            lower in prop::option::of(0..SIZE),
+        ) {
+            let sink = Arc::new(MemorySink::new(SIZE as usize));
+            let events = Arc::new(Mutex::new(Vec::new()));
+            let ev = events.clone();
+            let obs = Arc::new(move |e: FetchEvent| ev.lock().unwrap().push(e.kind));
+            let (bound, mut writer) =
+                RangeWriter::for_range(FetchId(1), ByteRange::new(lo, lo + len), sink.clone(), obs);
+            let mut pending = BTreeMap::new();
+            for (i, (off, n)) in replies.into_iter().enumerate() {
+                pending.insert(off, vec![i as u8; n]);
+                if i == 3 {
+                    if let Some(h) = lower {
+                        bound.lower(h);
+                    }
+                }
+                flush(&mut pending, &mut writer).unwrap();
+            }
+            let hi = bound.hi();
+            drop(writer);
+            prop_assert_eq!(sink.overlap_bytes(), 0);
+            let written = sink.written();
+            prop_assert!(written.iter().count() <= 1, "{written:?}");
+            prop_assert!(written.iter().all(|r| r.lo == lo && r.hi <= hi), "{written:?} past {hi}");
+            let mut at = lo;
+            for e in events.lock().unwrap().iter() {
+                if let FetchEventKind::Bytes { offset, len } = *e {
+                    prop_assert_eq!(offset, at);
+                    at += len;
+                }
+            }
+            prop_assert_eq!(at, written.len_bytes() + lo);
+        }
+
+        #[test]
+        fn any_fstat_answer_is_the_probed_object_or_a_change_never_a_panic(
+            size in prop::option::of(any::<u64>()), mtime in prop::option::of(any::<u32>()),
+            probed_size in any::<u64>(), probed_mtime in prop::option::of(any::<u32>()),
+        ) {
+            let expect = Probe {
+                size: probed_size,
+                ranged: true,
+                validator: None,
+                last_modified: probed_mtime.map(mtime_to_system),
+                connect: Duration::ZERO,
+                first_byte: Duration::ZERO,
+            };
+            let mut attrs = FileAttributes::empty();
+            attrs.size = size;
+            attrs.mtime = mtime;
+            let same = size.is_none_or(|s| s == probed_size)
+                && (mtime.is_none() || probed_mtime.is_none() || mtime == probed_mtime);
+            match check_same_object(&expect, &attrs) {
+                Ok(()) => prop_assert!(same),
+                Err(e) => {
+                    prop_assert!(!same);
+                    let changed = matches!(e, ErrorKind::ObjectChanged { .. });
+                    prop_assert!(changed, "{e}");
+                }
+            }
+        }
+
+        #[test]
+        fn any_status_reply_maps_to_an_error_in_the_protocols_words(
+            code in status_code(), message in "\\PC{0,40}", id in any::<u32>()
+        ) {
+            let e = SftpError::Status(Status {
+                id,
+                status_code: code,
+                error_message: message,
+                language_tag: "en".into(),
+            });
+            let kind = map_sftp(e, Duration::from_secs(1));
+            let shown = kind.to_string();
+            prop_assert!(!shown.chars().any(char::is_control), "{shown:?}");
+            let _ = breaks_session(&kind);
+        }
+
+        #[test]
+        fn any_url_path_is_a_remote_path_or_a_refusal(path in "(/[\\PC&&[^?#]]{0,10}){0,4}") {
+            if let Ok(ep) = Endpoint::parse(&format!("sftp://h{path}")) {
+                if let Ok(p) = remote_path(&ep) {
+                    prop_assert!(!p.is_empty() && p != "/");
+                }
+            }
         }
     }
 }
