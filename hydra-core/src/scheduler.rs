@@ -1160,6 +1160,19 @@ impl Scheduler {
 
     /// Lowers the far end of the fetch on `slot` to `hi` (or cancels it when `hi` is its
     /// position) and returns the freed bytes to the unassigned set.
+    /// Whether a repair that cuts `slot`'s fetch at `cut` gives its connection up: every byte
+    /// it still owned moves to another source away from a path collapse (a stall, silence, a
+    /// fall with no sibling to compare with), so its session is not one to reuse. (Within one
+    /// source the fetch is only shrunk: a stall there still ends as a failure, which is how a
+    /// hung source is found dead.)
+    fn gives_up(&self, slot: usize, how: Collapse, cut: u64) -> bool {
+        how == Collapse::Path
+            && self.slots[slot]
+                .fetch
+                .as_ref()
+                .is_some_and(|f| cut <= f.pos)
+    }
+
     fn shrink(&mut self, slot: usize, hi: u64, cancel: bool) {
         let f = self.slots[slot]
             .fetch
@@ -2494,7 +2507,8 @@ impl Scheduler {
                 let Some(cut) = self.cut_point(vi, x) else {
                     return;
                 };
-                self.shrink(vi, cut, false);
+                let give_up = tk.source != v_src && self.gives_up(vi, how, cut);
+                self.shrink(vi, cut, give_up);
                 self.request(slot, tk.source, ByteRange::new(cut, hi_v), now);
                 (hi_v - cut, Some(slot))
             }
@@ -2502,7 +2516,8 @@ impl Scheduler {
                 let Some(cut) = self.cut_point(vi, x) else {
                     return;
                 };
-                self.shrink(vi, cut, false);
+                let give_up = tk.source != v_src && self.gives_up(vi, how, cut);
+                self.shrink(vi, cut, give_up);
                 (hi_v - cut, Some(slot))
             }
         };

@@ -46,6 +46,7 @@ use tokio::task::JoinHandle;
 
 mod closing;
 mod integrity;
+mod vouch;
 use closing::ClosingChecks;
 use integrity::{above, Integrity, ProvingSink};
 
@@ -1011,6 +1012,22 @@ impl Engine {
                     }
                 }
                 if sched.outcome() == Some(Outcome::Complete) {
+                    let witnesses: Vec<vouch::Witness> = (0..sources.len())
+                        .filter(|&i| ranged[i] && !sched.is_dead(SourceId(i as u16)))
+                        .map(|i| vouch::Witness {
+                            index: i,
+                            scheme: sources[i].input.scheme.clone(),
+                            endpoint: endpoints[i].clone(),
+                            probe: sources[i].probe.clone(),
+                        })
+                        .collect();
+                    let limit = self.opts.probe_timeout.min(self.opts.config.stall_timeout);
+                    let stop =
+                        spot_check(&mut integrity, &witnesses, &mut sched, &*sink, limit, now)
+                            .await;
+                    abandon(&mut running, &mut sched, &integrity, stop);
+                }
+                if sched.outcome() == Some(Outcome::Complete) {
                     if let Some(why) = integrity.unresolved() {
                         abort_all(&mut running);
                         return Err(EngineError::Inconsistent(why));
@@ -1165,6 +1182,34 @@ fn spec_of(s: &ProbedSource) -> SourceSpec {
 
 fn is_local(e: &SchemeError) -> bool {
     e.is_local()
+}
+
+/// Asks other live sources to vouch for the bytes of each source nothing has checked yet
+/// (see `vouch`); returns the fetches to abandon when one is found lying.
+async fn spot_check(
+    integrity: &mut Integrity,
+    witnesses: &[vouch::Witness],
+    sched: &mut Scheduler,
+    sink: &dyn Sink,
+    limit: Duration,
+    now: Duration,
+) -> Vec<FetchId> {
+    let mut stop = Vec::new();
+    for (source, range) in integrity.unvouched() {
+        let Some(mine) = vouch::held(sink, range) else {
+            continue;
+        };
+        let (mut agree, mut disagree) = (Vec::new(), Vec::new());
+        for w in witnesses.iter().filter(|w| w.index != source).take(2) {
+            match vouch::ask(w, range, limit).await {
+                Some(b) if b == mine => agree.push(w.index),
+                Some(_) => disagree.push(w.index),
+                None => {}
+            }
+        }
+        stop.extend(integrity.witnessed(source, &agree, &disagree, sched, sink, now));
+    }
+    stop
 }
 
 /// Abandons the fetches `stop` names that are still running (their bytes are revoked when they

@@ -164,6 +164,10 @@ pub(crate) struct Integrity {
     /// Per source, the other sources whose streams it disagreed with.
     strikes: BTreeMap<usize, BTreeSet<Option<usize>>>,
     mismatches: u32,
+    /// Sources whose bytes were checked against another source's and agreed.
+    vouched: BTreeSet<usize>,
+    /// Sources spot-checked already (see `vouch`), so that none is asked about twice.
+    asked: BTreeSet<usize>,
     dropped: Vec<Dropped>,
     revoked: u64,
     /// The sink cannot forget bytes: a revoke is impossible, and the transfer must refuse.
@@ -269,11 +273,109 @@ impl Integrity {
             if let Some(d) = self.fetches.get_mut(&f) {
                 d.verified = ok;
             }
+            if ok {
+                self.vouch_boundary(f);
+            }
             if !ok {
                 abandon.extend(self.mismatch(f, restarted, sched, sink, now));
             }
         }
         abandon
+    }
+
+    /// The sources that delivered the byte just before `f`'s range, `f`'s own excluded.
+    fn writers_before(&self, f: FetchId) -> Vec<FetchId> {
+        let Some(d) = self.fetches.get(&f) else {
+            return Vec::new();
+        };
+        let lo = d.lo;
+        self.fetches
+            .iter()
+            .filter(|(g, w)| **g != f && w.range().lo < lo && lo <= w.range().hi)
+            .map(|(g, _)| *g)
+            .collect()
+    }
+
+    /// A stream that lines up with bytes another source delivered vouches for both.
+    fn vouch_boundary(&mut self, f: FetchId) {
+        let s = self.fetches[&f].source;
+        let others: Vec<usize> = self
+            .writers_before(f)
+            .iter()
+            .map(|g| self.fetches[g].source)
+            .filter(|&o| o != s)
+            .collect();
+        if !others.is_empty() {
+            self.vouched.insert(s);
+            self.vouched.extend(others);
+        }
+    }
+
+    /// Sources whose delivered bytes no other source has vouched for, each with the first
+    /// bytes of its largest delivery (at most [`PROOF_BYTES`]); those already asked about are
+    /// left out.
+    pub(crate) fn unvouched(&self) -> Vec<(usize, ByteRange)> {
+        let mut best: BTreeMap<usize, ByteRange> = BTreeMap::new();
+        for d in self.fetches.values() {
+            let r = d.range();
+            if r.is_empty()
+                || self.vouched.contains(&d.source)
+                || self.asked.contains(&d.source)
+                || self.dropped.iter().any(|x| x.source == d.source)
+            {
+                continue;
+            }
+            let e = best.entry(d.source).or_insert(r);
+            if r.len() > e.len() {
+                *e = r;
+            }
+        }
+        best.into_iter()
+            .map(|(s, r)| (s, ByteRange::new(r.lo, r.hi.min(r.lo + PROOF_BYTES))))
+            .collect()
+    }
+
+    /// What other sources said about `source`'s bytes: `agree` and `disagree` list those that
+    /// served the same bytes and other bytes. Two or more that disagree, and none that agrees,
+    /// drop the source; a lone disagreement revokes its bytes and counts as a mismatch.
+    pub(crate) fn witnessed(
+        &mut self,
+        source: usize,
+        agree: &[usize],
+        disagree: &[usize],
+        sched: &mut Scheduler,
+        sink: &dyn Sink,
+        now: Duration,
+    ) -> Vec<FetchId> {
+        self.asked.insert(source);
+        if disagree.is_empty() {
+            if !agree.is_empty() {
+                self.vouched.insert(source);
+                self.vouched.extend(agree.iter().copied());
+            }
+            return Vec::new();
+        }
+        if agree.is_empty() && disagree.len() >= 2 {
+            let why = "serves other bytes than two other sources at the same offsets";
+            return self.drop_source(source, why, sched, sink, now);
+        }
+        if !agree.is_empty() {
+            // The source and those that agree outvote the odd witness.
+            self.vouched.insert(source);
+            self.vouched.extend(agree.iter().copied());
+            let mut stop = Vec::new();
+            for &odd in disagree {
+                let why = "serves other bytes than two other sources at the same offsets";
+                stop.extend(self.drop_source(odd, why, sched, sink, now));
+            }
+            return stop;
+        }
+        self.mismatches += 1;
+        for &o in disagree {
+            self.strikes.entry(source).or_default().insert(Some(o));
+            self.strikes.entry(o).or_default().insert(Some(source));
+        }
+        self.revoke_source(source, sched, sink)
     }
 
     /// Whether a stream's first bytes are the object's first bytes (it ignored its offset).
@@ -299,12 +401,7 @@ impl Integrity {
             return Vec::new();
         };
         let (s, lo) = (d.source, d.lo);
-        let writers: Vec<FetchId> = self
-            .fetches
-            .iter()
-            .filter(|(g, w)| **g != f && w.range().lo < lo && lo <= w.range().hi)
-            .map(|(g, _)| *g)
-            .collect();
+        let writers = self.writers_before(f);
         let others: BTreeSet<usize> = writers.iter().map(|g| self.fetches[g].source).collect();
         tracing::warn!(
             source = s,
