@@ -282,7 +282,8 @@ pub fn control_path(output: &Path) -> PathBuf {
 /// already-held range counts as overlap.
 pub struct PartSink {
     inner: hydra_scheme::FileSink,
-    already: RangeSet,
+    /// What the partial download held; a range the engine stops trusting leaves it.
+    already: std::sync::Mutex<RangeSet>,
     again: AtomicU64,
     limit: Option<std::sync::Mutex<Bucket>>,
 }
@@ -327,11 +328,16 @@ fn wait(d: Duration) {
 }
 
 impl PartSink {
+    fn already(&self) -> std::sync::MutexGuard<'_, RangeSet> {
+        // Invariant: the critical sections are RangeSet operations, which do not panic.
+        self.already.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Wraps `inner`, which already holds `already`.
     pub fn new(inner: hydra_scheme::FileSink, already: RangeSet) -> Self {
         PartSink {
             inner,
-            already,
+            already: std::sync::Mutex::new(already),
             again: AtomicU64::new(0),
             limit: None,
         }
@@ -367,7 +373,7 @@ impl Sink for PartSink {
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
         let r = ByteRange::new(offset, offset.saturating_add(data.len() as u64));
         if !data.is_empty() {
-            let again = self.already.overlap(r);
+            let again = self.already().overlap(r);
             if again > 0 {
                 self.again.fetch_add(again, Ordering::Relaxed);
                 tracing::warn!(range = %r, bytes = again, "a resumed range was fetched again");
@@ -384,7 +390,7 @@ impl Sink for PartSink {
     }
     fn written(&self) -> RangeSet {
         let mut w = self.inner.written();
-        for r in self.already.iter() {
+        for r in self.already().iter() {
             w.insert(r);
         }
         w
@@ -399,6 +405,7 @@ impl Sink for PartSink {
         self.inner.read_at(offset, buf)
     }
     fn forget(&self, range: ByteRange) -> bool {
+        self.already().remove(range);
         self.inner.forget(range)
     }
 }

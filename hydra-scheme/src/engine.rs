@@ -718,6 +718,7 @@ impl Engine {
         // turn for the closing checks).
         let mut connecting: Vec<usize> = Vec::new();
         let mut integrity = Integrity::default();
+        integrity.resume(already);
         let mut announced = 0;
         'transfer: loop {
             loop {
@@ -1200,7 +1201,12 @@ async fn spot_check(
             continue;
         };
         let (mut agree, mut disagree) = (Vec::new(), Vec::new());
-        for w in witnesses.iter().filter(|w| w.index != source).take(2) {
+        // Two answers from sources other than the one asked about (a silent one does not
+        // count).
+        for w in witnesses.iter().filter(|w| w.index != source) {
+            if agree.len() + disagree.len() >= 2 {
+                break;
+            }
             match vouch::ask(w, range, limit).await {
                 Some(b) if b == mine => agree.push(w.index),
                 Some(_) => disagree.push(w.index),

@@ -198,6 +198,7 @@ impl Scenario {
                 fault,
             });
         }
+        keep_a_witness(&mut mirrors, size);
         let kill_after = d.chance(0.25).then(|| {
             let total: f64 = mirrors.iter().map(|m| m.rate).sum();
             let estimate =
@@ -324,6 +325,37 @@ fn give_up(l: &Limits) -> Duration {
         backoff = (backoff * 2).min(l.max_backoff);
     }
     total
+}
+
+/// A mirror that lies about content while looking well can only be caught by another that
+/// serves the object and stays to the end: when no mirror is such a witness, the liars'
+/// faults are cleared (no client can catch a liar with no honest mirror beside it).
+fn keep_a_witness(mirrors: &mut [Mirror], size: u64) {
+    let lies = |f: &Option<Fault>| {
+        matches!(
+            f,
+            Some(Fault::Shifted { .. })
+                | Some(Fault::RestIgnored)
+                | Some(Fault::Replaced {
+                    validators: false,
+                    ..
+                })
+        ) || matches!(f, Some(Fault::OtherObject { size: s }) if *s == size)
+    };
+    let witness = |f: &Option<Fault>| {
+        !lies(f)
+            && !matches!(
+                f,
+                Some(Fault::Death { .. })
+                    | Some(Fault::Replaced { .. })
+                    | Some(Fault::OtherObject { .. })
+            )
+    };
+    if mirrors.iter().any(|m| lies(&m.fault)) && !mirrors.iter().any(|m| witness(&m.fault)) {
+        for m in mirrors.iter_mut().filter(|m| lies(&m.fault)) {
+            m.fault = None;
+        }
+    }
 }
 
 /// A fault for a mirror of `protocol` at `rate` among `n`. Faults that make a mirror lie

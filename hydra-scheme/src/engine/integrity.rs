@@ -37,6 +37,13 @@ use std::time::{Duration, Instant};
 /// How many bytes before its range a stream is asked to start, to prove its offset.
 pub(crate) const PROOF_BYTES: u64 = 64;
 
+/// The pseudo-source of bytes a resumed partial download already held: written by sources
+/// of an earlier run, and checked against the live sources like any other source's.
+pub(crate) const RESUMED: usize = usize::MAX;
+
+/// Resumed ranges spot-checked at most (the largest first).
+const RESUMED_CHECKS: usize = 8;
+
 /// Mismatches without a source to blame after which the transfer is refused.
 pub(crate) const MAX_MISMATCHES: u32 = 8;
 
@@ -166,6 +173,10 @@ pub(crate) struct Integrity {
     mismatches: u32,
     /// Sources whose bytes were checked against another source's and agreed.
     vouched: BTreeSet<usize>,
+    /// Ranges a resumed partial download already held: all of them, and the largest, which
+    /// are spot-checked.
+    resumed_all: RangeSet,
+    resumed: Vec<ByteRange>,
     /// Sources spot-checked already (see `vouch`), so that none is asked about twice.
     asked: BTreeSet<usize>,
     dropped: Vec<Dropped>,
@@ -311,6 +322,15 @@ impl Integrity {
         }
     }
 
+    /// Records the ranges a resumed partial download already held.
+    pub(crate) fn resume(&mut self, already: &RangeSet) {
+        let mut r: Vec<ByteRange> = already.iter().collect();
+        r.sort_by_key(|x| std::cmp::Reverse(x.len()));
+        r.truncate(RESUMED_CHECKS);
+        self.resumed = r;
+        self.resumed_all = already.clone();
+    }
+
     /// Sources whose delivered bytes no other source has vouched for, each with the first
     /// bytes of its largest delivery (at most [`PROOF_BYTES`]); those already asked about are
     /// left out.
@@ -330,9 +350,13 @@ impl Integrity {
                 *e = r;
             }
         }
-        best.into_iter()
-            .map(|(s, r)| (s, ByteRange::new(r.lo, r.hi.min(r.lo + PROOF_BYTES))))
-            .collect()
+        let first = |r: ByteRange| ByteRange::new(r.lo, r.hi.min(r.lo + PROOF_BYTES));
+        let mut out: Vec<(usize, ByteRange)> =
+            best.into_iter().map(|(s, r)| (s, first(r))).collect();
+        if !self.asked.contains(&RESUMED) {
+            out.extend(self.resumed.iter().map(|&r| (RESUMED, first(r))));
+        }
+        out
     }
 
     /// What other sources said about `source`'s bytes: `agree` and `disagree` list those that
@@ -348,6 +372,9 @@ impl Integrity {
         now: Duration,
     ) -> Vec<FetchId> {
         self.asked.insert(source);
+        if source == RESUMED {
+            return self.witnessed_resumed(agree, disagree, sched, sink, now);
+        }
         if disagree.is_empty() {
             if !agree.is_empty() {
                 self.vouched.insert(source);
@@ -376,6 +403,42 @@ impl Integrity {
             self.strikes.entry(o).or_default().insert(Some(source));
         }
         self.revoke_source(source, sched, sink)
+    }
+
+    /// What live sources said about the bytes a resumed partial download held: when any
+    /// disagrees, none of those bytes is trusted and all are fetched again (and witnesses
+    /// that disagree with each other count as a mismatch between them).
+    fn witnessed_resumed(
+        &mut self,
+        agree: &[usize],
+        disagree: &[usize],
+        sched: &mut Scheduler,
+        sink: &dyn Sink,
+        now: Duration,
+    ) -> Vec<FetchId> {
+        let _ = now;
+        if disagree.is_empty() {
+            return Vec::new();
+        }
+        // Who wrote the kept bytes is not known: a witness that agrees may be the source that
+        // lied then. Witnesses that disagree with each other are struck against each other,
+        // and the kept bytes are not trusted either way.
+        for &a in agree {
+            for &d in disagree {
+                self.mismatches += 1;
+                self.strikes.entry(a).or_default().insert(Some(d));
+                self.strikes.entry(d).or_default().insert(Some(a));
+            }
+        }
+        tracing::warn!(
+            "bytes kept from the partial download disagree with a live source: fetched again"
+        );
+        self.resumed.clear();
+        let all: Vec<ByteRange> = std::mem::take(&mut self.resumed_all).iter().collect();
+        for r in all {
+            self.revoke(r, sched, sink);
+        }
+        Vec::new()
     }
 
     /// Whether a stream's first bytes are the object's first bytes (it ignored its offset).
