@@ -1023,9 +1023,15 @@ impl Engine {
                         })
                         .collect();
                     let limit = self.opts.probe_timeout.min(self.opts.config.stall_timeout);
-                    let stop =
-                        spot_check(&mut integrity, &witnesses, &mut sched, &*sink, limit, now)
-                            .await;
+                    let stop = vouch::spot_check(
+                        &mut integrity,
+                        &witnesses,
+                        &mut sched,
+                        &*sink,
+                        limit,
+                        now,
+                    )
+                    .await;
                     abandon(&mut running, &mut sched, &integrity, stop);
                 }
                 if sched.outcome() == Some(Outcome::Complete) {
@@ -1183,39 +1189,6 @@ fn spec_of(s: &ProbedSource) -> SourceSpec {
 
 fn is_local(e: &SchemeError) -> bool {
     e.is_local()
-}
-
-/// Asks other live sources to vouch for the bytes of each source nothing has checked yet
-/// (see `vouch`); returns the fetches to abandon when one is found lying.
-async fn spot_check(
-    integrity: &mut Integrity,
-    witnesses: &[vouch::Witness],
-    sched: &mut Scheduler,
-    sink: &dyn Sink,
-    limit: Duration,
-    now: Duration,
-) -> Vec<FetchId> {
-    let mut stop = Vec::new();
-    for (source, range) in integrity.unvouched() {
-        let Some(mine) = vouch::held(sink, range) else {
-            continue;
-        };
-        let (mut agree, mut disagree) = (Vec::new(), Vec::new());
-        // Two answers from sources other than the one asked about (a silent one does not
-        // count).
-        for w in witnesses.iter().filter(|w| w.index != source) {
-            if agree.len() + disagree.len() >= 2 {
-                break;
-            }
-            match vouch::ask(w, range, limit).await {
-                Some(b) if b == mine => agree.push(w.index),
-                Some(_) => disagree.push(w.index),
-                None => {}
-            }
-        }
-        stop.extend(integrity.witnessed(source, &agree, &disagree, sched, sink, now));
-    }
-    stop
 }
 
 /// Abandons the fetches `stop` names that are still running (their bytes are revoked when they

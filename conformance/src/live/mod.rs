@@ -43,6 +43,7 @@
 //! | `scenario_<name>` | scenario (coverage, makespan live vs sim) | `ranged` |
 
 pub mod example;
+mod hostile;
 pub mod origin;
 mod preempt;
 pub mod report;

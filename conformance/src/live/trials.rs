@@ -18,7 +18,7 @@ use hydra_scheme::{
 use super::origin::{LiveOrigin, OriginFault};
 use super::report::{Check, Outcome, SchemeReport};
 use super::rig::{engine, verify_complete, verify_partial, watch, Rig, Shape, Trigger, Watched};
-use super::{preempt, scenarios, LiveError, SchemeUnderTest, SuiteOptions};
+use super::{hostile, preempt, scenarios, LiveError, SchemeUnderTest, SuiteOptions};
 
 /// Every trial, in the order they run and are reported (scenario trials follow, one per
 /// scenario, named `scenario_<name>`).
@@ -66,7 +66,7 @@ pub(crate) fn gate(trial: &str, caps: &Capabilities) -> Option<String> {
     })
 }
 
-type Res = Result<(Outcome, String), LiveError>;
+pub(super) type Res = Result<(Outcome, String), LiveError>;
 
 /// Runs one trial by name.
 pub(crate) async fn run(
@@ -110,11 +110,19 @@ pub(crate) async fn run(
         "bad_server_resets_every_connection" => bad_wire(sut, opts, BadWire::ResetAll).await,
         "capability_unranged_streams_from_zero" => unranged(sut, opts).await,
         "capability_connection_ceiling" => ceiling(sut, opts).await,
-        "hostile_mirror_misplaced_start" => hostile(sut, opts, OriginFault::MisplacedStart).await,
-        "hostile_mirror_encoded_ranges" => hostile(sut, opts, OriginFault::EncodedRanges).await,
-        "hostile_mirror_drops_validators" => hostile(sut, opts, OriginFault::DropValidators).await,
-        "hostile_mirror_trickles" => hostile(sut, opts, OriginFault::Trickle { rate: 200 }).await,
-        "hostile_mirror_of_another_object" => other_object(sut, opts).await,
+        "hostile_mirror_misplaced_start" => {
+            hostile::faulty(sut, opts, OriginFault::MisplacedStart).await
+        }
+        "hostile_mirror_encoded_ranges" => {
+            hostile::faulty(sut, opts, OriginFault::EncodedRanges).await
+        }
+        "hostile_mirror_drops_validators" => {
+            hostile::faulty(sut, opts, OriginFault::DropValidators).await
+        }
+        "hostile_mirror_trickles" => {
+            hostile::faulty(sut, opts, OriginFault::Trickle { rate: 200 }).await
+        }
+        "hostile_mirror_of_another_object" => hostile::other_object(sut, opts).await,
         t if t.starts_with("scenario_") => {
             let name = &t["scenario_".len()..];
             match opts.scenarios.iter().find(|s| s.name == name) {
@@ -139,7 +147,7 @@ pub(crate) async fn run(
     r.unwrap_or_else(|e| (Outcome::fail(Check::Setup, e.to_string()), String::new()))
 }
 
-fn shape(opts: &SuiteOptions) -> Shape {
+pub(super) fn shape(opts: &SuiteOptions) -> Shape {
     Shape {
         rate: opts.link_rate,
         delay: opts.link_delay,
@@ -158,7 +166,11 @@ pub(crate) fn window(opts: &SuiteOptions, probed: &Probed) -> Duration {
     opts.stall_timeout + setup + opts.liveness_slack
 }
 
-async fn probe(engine: &Engine, rig: &Rig, sut: &SchemeUnderTest) -> Result<Probed, LiveError> {
+pub(super) async fn probe(
+    engine: &Engine,
+    rig: &Rig,
+    sut: &SchemeUnderTest,
+) -> Result<Probed, LiveError> {
     engine
         .probe(rig.inputs(&sut.scheme)?)
         .await
@@ -412,7 +424,7 @@ async fn all_dead_then_resume(sut: &SchemeUnderTest, opts: &SuiteOptions) -> Res
 
 /// A finished bad-server transfer: byte-exact (against one of `allowed`) or a clear one-line
 /// error with only correct bytes kept (against `allowed[0]`, when `check_kept`).
-fn judge(
+pub(super) fn judge(
     result: &Option<Result<hydra_scheme::Report, EngineError>>,
     sink: &MemorySink,
     allowed: &[Vec<u8>],
@@ -502,88 +514,6 @@ async fn bad_origin(sut: &SchemeUnderTest, opts: &SuiteOptions, fault: OriginFau
     .await;
     let _ = origin.set_fault(None);
     Ok(judge(&w.result, &sink, &[want], true, opts.trial_timeout))
-}
-
-/// Two mirrors, the second switched into `fault` after the probe: the download completes
-/// byte-exact from the honest one, or fails with one clear line; never a file called complete
-/// with a byte the hostile mirror misplaced, encoded or changed. A trickle must not hold the
-/// download: the honest mirror takes its work.
-async fn hostile(sut: &SchemeUnderTest, opts: &SuiteOptions, fault: OriginFault) -> Res {
-    let rig = Rig::start(sut, 2, opts.size, opts.seed, shape(opts)).await?;
-    let hostile = rig.origins[1].clone();
-    if !hostile.supports(fault) {
-        return Ok((
-            Outcome::skip(format!(
-                "the {} origin cannot show {} (origin fault not supported)",
-                sut.origin_factory.name(),
-                fault.name()
-            )),
-            String::new(),
-        ));
-    }
-    let want = rig.content();
-    let engine = engine(opts, 2);
-    let probed = probe(&engine, &rig, sut).await?;
-    hostile.set_fault(Some(fault))?;
-    let sink = Arc::new(MemorySink::new(probed.size as usize));
-    let w = watch(
-        &engine,
-        &probed,
-        sink.clone(),
-        RangeSet::new(),
-        Vec::new(),
-        opts.trial_timeout,
-    )
-    .await;
-    let _ = hostile.set_fault(None);
-    if matches!(fault, OriginFault::Trickle { .. }) && !matches!(w.result, Some(Ok(_))) {
-        return Ok((
-            Outcome::fail(
-                Check::Liveness,
-                "a trickling mirror beside an honest one held the download",
-            ),
-            String::new(),
-        ));
-    }
-    Ok(judge(&w.result, &sink, &[want], false, opts.trial_timeout))
-}
-
-/// Two mirrors, the second serving another object of the same size from the start: the
-/// file is wholly one object, or the download fails with one clear line.
-async fn other_object(sut: &SchemeUnderTest, opts: &SuiteOptions) -> Res {
-    let rig = Rig::start(sut, 2, opts.size, opts.seed, shape(opts)).await?;
-    let other = rig.origins[1].clone();
-    if !other.can_replace() {
-        return Ok((
-            Outcome::skip(format!(
-                "the {} origin cannot replace its object",
-                sut.origin_factory.name()
-            )),
-            String::new(),
-        ));
-    }
-    let first = rig.origins[0].content();
-    other.replace_object()?;
-    let second = other.content();
-    let engine = engine(opts, 2);
-    let probed = probe(&engine, &rig, sut).await?;
-    let sink = Arc::new(MemorySink::new(probed.size as usize));
-    let w = watch(
-        &engine,
-        &probed,
-        sink.clone(),
-        RangeSet::new(),
-        Vec::new(),
-        opts.trial_timeout,
-    )
-    .await;
-    Ok(judge(
-        &w.result,
-        &sink,
-        &[first, second],
-        false,
-        opts.trial_timeout,
-    ))
 }
 
 /// The object is replaced at 30 %: an error, or a file that is wholly one version.

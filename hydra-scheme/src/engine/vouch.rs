@@ -9,15 +9,49 @@
 //! asked when the download had one source, or when every contributing source was already
 //! checked against another at a stream boundary (the common case: no extra request).
 
+use super::integrity::Integrity;
 use crate::endpoint::Endpoint;
 use crate::probe::Probe;
 use crate::scheme::{FetchOutcome, FetchRequest, Scheme};
 use crate::sink::Sink;
 use crate::writer::{NoObserver, RangeWriter};
-use hydra_core::{ByteRange, ConnId, FetchId, RangeSet};
+use hydra_core::{ByteRange, ConnId, FetchId, RangeSet, Scheduler};
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// Asks other live sources to vouch for the bytes of each source nothing has checked yet
+/// (see `vouch`); returns the fetches to abandon when one is found lying.
+pub(crate) async fn spot_check(
+    integrity: &mut Integrity,
+    witnesses: &[Witness],
+    sched: &mut Scheduler,
+    sink: &dyn Sink,
+    limit: Duration,
+    now: Duration,
+) -> Vec<FetchId> {
+    let mut stop = Vec::new();
+    for (source, range) in integrity.unvouched() {
+        let Some(mine) = held(sink, range) else {
+            continue;
+        };
+        let (mut agree, mut disagree) = (Vec::new(), Vec::new());
+        // Two answers from sources other than the one asked about (a silent one does not
+        // count).
+        for w in witnesses.iter().filter(|w| w.index != source) {
+            if agree.len() + disagree.len() >= 2 {
+                break;
+            }
+            match ask(w, range, limit).await {
+                Some(b) if b == mine => agree.push(w.index),
+                Some(_) => disagree.push(w.index),
+                None => {}
+            }
+        }
+        stop.extend(integrity.witnessed(source, &agree, &disagree, sched, sink, now));
+    }
+    stop
+}
 
 /// A source able to vouch: its scheme, endpoint and probe.
 pub(crate) struct Witness {
