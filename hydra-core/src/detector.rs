@@ -29,6 +29,7 @@
 
 /// A connection's health, worst last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Grade {
     /// Delivering at its established rate.
     Healthy,

@@ -52,57 +52,20 @@
 //!
 //! ## Policy
 //!
-//! - **Maximal ranges**: connections that open together split the unassigned bytes in
-//!   proportion to their expected rates (the source's prior before anything is measured); a
-//!   connection that opens alone takes the largest unassigned range whole. With other fetches
-//!   delivering, a connection takes no more than it can do by the fluid end (when everything
-//!   in flight and unassigned would be done with every connection working at its rate, each
-//!   paying one setup), and nothing when that is under a minimum piece and it cannot finish
-//!   everything unassigned by then: the rest waits for the faster ones, which are free
-//!   sooner. Assignment is otherwise work-conserving. Fetches that share
-//!   one bottleneck (the search measured their source as not additive, and one connection
-//!   alone carried what they do) are projected as a group: they end when their bytes are
-//!   done at the aggregate rate.
-//! - **Repair on divergence**, not idleness, at most once per rate window: the victim is the
-//!   fetch projected to finish last, however little it has left (under a minimum piece
-//!   never stays behind: a small remainder moves whole), together with every healthy, settled
-//!   fetch projected to end within a setup of it (they give up work together, each down to
-//!   the end they share with the taker, one setup per piece); the taker is whichever of an idle slot, a busy fetch (which
-//!   takes the work when it finishes) or — for a collapsing victim whose siblings are healthy —
-//!   the victim restarted on a new connection, minimises the projected makespan. The moved
-//!   amount `x` equalises the two finishes: `(left − x)/r_v = eta + δ + x/r_t`. It executes only
-//!   if the divergence exceeds the deadband `θ = max(√(δ·T_rem/n), δ) + preempt_cost_rtt·RTT`
-//!   (`T_rem` the time left as projected now, or after the move when a victim delivering
-//!   nothing makes it unbounded) and the projected makespan — a max, not a sum, and no
-//!   sooner on either side of the move than the unassigned bytes are taken by the fetches
-//!   ending first — improves by more than
-//!   `δ + preempt`;
-//!   any unmeasured (NaN) quantity refuses. Victim and taker must be warm and settled
-//!   (medium vs reference within 15 %), except a victim graded collapsing. A taker on the
-//!   victim's own source is credited only with the share of its rate the concurrency search
-//!   measured as additive (none when unmeasured), unless the victim is collapsing: siblings
-//!   behind one bottleneck re-label bytes rather than add capacity.
-//! - **Grading** ([`CollapseDetector`]): 100 ms wall-clock windows, a dual-window ratio and a
-//!   two-sided CUSUM (k = 0.25, h = 2.0) against a reference frozen while evidence accumulates;
-//!   silence is fed from the clock.
-//! - **Concurrency search in-band** ([`Concurrency::Search`]): each source starts low; the next
-//!   level is admitted when the current one, measured from its first full rate window and
-//!   judged only once every connection has settled, shows an
-//!   aggregate that rose by at least half of what the connection-count ratio promised over the
-//!   previous level — double the connections when it rose by 80 % of the promise, one more
-//!   otherwise. A level whose first half-window already rose by 80 % of the promise is judged
-//!   at the half, and a level above the first starts that half at its last connection's first
-//!   byte ([`SearchPolicy::decide_at_half`]). A level that rose by less than half is
-//!   kept when it still rose by a quarter, and abandoned for the level below when not. The
-//!   [`LimitReason`] records why the search stopped.
-//! - **Failures**: a failed fetch's bytes return to the unassigned set; its source backs off
-//!   exponentially and is marked dead after consecutive failures; a refusal lowers the
-//!   source's ceiling; a fetch silent for the stall timeout is cancelled and reclaimed.
+//! Each policy is stated, with its formulas, by the module that implements it:
+//! maximal ranges and the fluid end in `scheduler/assign.rs`; splits for a joining source or
+//! an admitted connection in `scheduler/split.rs`; projections, shared bottlenecks and the
+//! backlog level in `scheduler/projection.rs`; repair on divergence in `scheduler/repair.rs`;
+//! the concurrency search in `scheduler/search.rs` ([`Concurrency::Search`], with
+//! [`LimitReason`] recording why it stopped); lateness, collapse, stalls and failures in
+//! `scheduler/failure.rs`; grading in [`detector`] ([`CollapseDetector`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod config;
 pub mod detector;
+#[cfg(feature = "harness")]
+pub mod harness;
 pub mod interval;
 pub mod limit;
 pub mod scheduler;

@@ -5,6 +5,7 @@ use std::fmt;
 
 /// Why the concurrency search stopped where it did, per source.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum LimitReason {
     /// Not limited: the count was fixed by configuration.
     None,

@@ -77,47 +77,83 @@ impl fmt::Display for FetchId {
 }
 
 /// What a protocol's ranged reads can do and what stopping early costs. Declared by each scheme
-/// (plugin) and priced by the scheduler.
+/// (plugin) and priced by the scheduler; every field is also measured by a conformance trial,
+/// so a declaration that is wrong shows up as a failed trial rather than a slow transfer.
 ///
-/// Naming: every `bool` is a capability the scheme *has*; `Option` limits are `None` when the
-/// scheme imposes none. The engine enforces these, not each plugin.
+/// `#[non_exhaustive]`: build one with [`Capabilities::new`] (claims nothing) or start from
+/// [`Capabilities::HTTP`], then the `with_*` methods, all usable in a `const`:
+///
+/// ```
+/// use hydra_core::Capabilities;
+/// const MINE: Capabilities = Capabilities::new()
+///     .with_ranged(true)
+///     .with_preempt_cost_rtt(1.0)
+///     .with_max_connections_per_host(Some(4));
+/// assert!(MINE.ranged);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct Capabilities {
     /// Reads can start at an arbitrary offset. Without it a source is driven as one stream
     /// from byte 0, on one connection.
     pub ranged: bool,
-    /// The client alone can end a range early (HTTP, SFTP): lowering the far end needs no
-    /// message to the server.
-    pub client_bounded_ranges: bool,
-    /// Round trips needed to stop a range early and be ready for the next one (HTTP and SFTP:
-    /// 0; FTP: about 2). The scheduler adds `preempt_cost_rtt × RTT` to the deadband and to the
-    /// cost side of the profitability test whenever this source's connection is the victim.
+    /// Round trips needed to stop a range early and be ready for the next one (HTTP: 0; FTP:
+    /// 0.6 dropping the data connection, 1.0 with `ABOR`; SFTP: 0.8). The scheduler adds `preempt_cost_rtt × RTT` to the deadband
+    /// and to the cost side of the profitability test whenever this source's connection is the
+    /// victim.
     pub preempt_cost_rtt: f64,
-    /// The scheme has a validator that can prove two sources (or two moments) serve the same
-    /// bytes.
-    pub has_validators: bool,
-    /// Several reads can be outstanding on one connection (SFTP).
-    pub pipelined: bool,
     /// A ceiling on connections per host imposed by the protocol or the server, on top of the
-    /// scheduler's own per-host ceiling.
+    /// scheduler's own per-host ceiling; `None` when the scheme imposes none.
     pub max_connections_per_host: Option<usize>,
 }
 
 impl Capabilities {
-    /// HTTP/1.1's capabilities: ranged, client-bounded, free to preempt, strong validators.
-    pub const HTTP: Capabilities = Capabilities {
-        ranged: true,
-        client_bounded_ranges: true,
-        preempt_cost_rtt: 0.0,
-        has_validators: true,
-        pipelined: false,
-        max_connections_per_host: None,
-    };
+    /// The preempt cost of [`Capabilities::new`]: a scheme that says nothing is priced as if a
+    /// stop meant a new connection (a handshake and a request, 2 RTT), above every shipped
+    /// scheme (at most 1.0, FTP with `ABOR`). Too high a price only makes the scheduler slower
+    /// to split a range; too low a price makes it split ranges whose stop costs more than the
+    /// split gains.
+    pub const UNKNOWN_PREEMPT_COST_RTT: f64 = 2.0;
+
+    /// HTTP/1.1's capabilities: ranged, free to preempt (the client stops reading at the
+    /// lowered bound), no ceiling of its own.
+    pub const HTTP: Capabilities = Capabilities::new()
+        .with_ranged(true)
+        .with_preempt_cost_rtt(0.0);
+
+    /// Capabilities that claim nothing: not ranged (one stream from byte 0), a stop priced at
+    /// [`Capabilities::UNKNOWN_PREEMPT_COST_RTT`], no ceiling of the scheme's own.
+    pub const fn new() -> Self {
+        Capabilities {
+            ranged: false,
+            preempt_cost_rtt: Self::UNKNOWN_PREEMPT_COST_RTT,
+            max_connections_per_host: None,
+        }
+    }
+
+    /// The same, with [`ranged`](Capabilities::ranged) set.
+    pub const fn with_ranged(mut self, ranged: bool) -> Self {
+        self.ranged = ranged;
+        self
+    }
+
+    /// The same, with [`preempt_cost_rtt`](Capabilities::preempt_cost_rtt) set.
+    pub const fn with_preempt_cost_rtt(mut self, rtt: f64) -> Self {
+        self.preempt_cost_rtt = rtt;
+        self
+    }
+
+    /// The same, with [`max_connections_per_host`](Capabilities::max_connections_per_host) set.
+    pub const fn with_max_connections_per_host(mut self, ceiling: Option<usize>) -> Self {
+        self.max_connections_per_host = ceiling;
+        self
+    }
 }
 
 impl Default for Capabilities {
+    /// [`Capabilities::new`]: claims nothing.
     fn default() -> Self {
-        Capabilities::HTTP
+        Capabilities::new()
     }
 }
 
@@ -188,4 +224,31 @@ pub enum Failure {
     /// The source cannot serve this object (not found, validator changed, protocol violation):
     /// it is marked dead at once.
     Fatal,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_capabilities_claim_no_ranges_no_free_stop_and_no_ceiling() {
+        let c = Capabilities::default();
+        assert!(!c.ranged);
+        assert!(c.preempt_cost_rtt >= Capabilities::HTTP.preempt_cost_rtt + 1.0);
+        assert_eq!(c.max_connections_per_host, None);
+    }
+
+    #[test]
+    fn builders_change_only_the_field_they_name() {
+        let c = Capabilities::new().with_max_connections_per_host(Some(2));
+        assert_eq!(
+            c,
+            Capabilities {
+                max_connections_per_host: Some(2),
+                ..Capabilities::new()
+            }
+        );
+        let h = Capabilities::HTTP.with_ranged(false);
+        assert_eq!((h.ranged, h.preempt_cost_rtt), (false, 0.0));
+    }
 }

@@ -14,6 +14,8 @@
 //! minimal world, whose `seed` replays the driver exactly; `HYDRA_TRACE=1` prints every action.
 //! CI runs 2000 cases; the `#[ignore]`d `long_run_*` test runs 50 000.
 
+use hydra_core::harness::{Drive, Network, Unfinished};
+use hydra_core::Notice;
 use hydra_core::{
     Action, ByteRange, Capabilities, Concurrency, Config, Failure, FetchEnd, FetchId, Outcome,
     Remembered, Scheduler, Session, SourceId, SourceSpec,
@@ -93,13 +95,10 @@ fn world() -> impl Strategy<Value = World> {
                     .enumerate()
                     .map(|(i, _)| {
                         let (ranged, pc) = capbits[i];
-                        Capabilities {
-                            // The first source is always ranged so the object is servable.
-                            ranged: ranged || i == 0,
-                            preempt_cost_rtt: f64::from(pc),
-                            client_bounded_ranges: pc == 0,
-                            ..Capabilities::HTTP
-                        }
+                        // The first source is always ranged so the object is servable.
+                        Capabilities::HTTP
+                            .with_ranged(ranged || i == 0)
+                            .with_preempt_cost_rtt(f64::from(pc))
                     })
                     .collect();
                 let resume = resume
@@ -187,24 +186,13 @@ struct Run {
 }
 
 fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
-    let mut rng = ChaCha8Rng::seed_from_u64(w.seed);
-    let spec = |i: usize| SourceSpec {
-        setup: Some(Duration::from_millis(100)),
-        remembered: w.remembered.get(i).copied().flatten(),
-        ..SourceSpec::new(w.caps[i])
-    };
     let at_start = w.joins.iter().filter(|&&j| j == 0).count();
-    let specs: Vec<SourceSpec> = (0..at_start).map(spec).collect();
+    let specs: Vec<SourceSpec> = (0..at_start).map(|i| spec(w, i)).collect();
     let mut s = Scheduler::new(w.size, specs, config(w.concurrency));
     s.expect_sources(w.caps.len() - at_start);
-    let mut added = at_start;
     for r in &w.resume {
         s.mark_done(*r);
     }
-    let mut transports: Vec<Transport> = Vec::new();
-    let mut ended: Vec<FetchId> = Vec::new();
-    let mut last_progress = Duration::ZERO;
-    let mut last_remaining = s.remaining();
     // W: a stall costs one stall timeout before the work moves, and each unresponsive source
     // may be tried once in turn before the work reaches a reliable one.
     let unresponsive = w
@@ -214,21 +202,79 @@ fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
         .count() as u32;
     let c = config(w.concurrency);
     let window_w = c.stall_timeout * (1 + unresponsive) + c.max_backoff + Duration::from_secs(2);
-    // A flaky source may rightly be declared dead after consecutive failures, so only a
-    // reliable one (or one that has not died yet) promises progress within W — and only one
-    // with ranges: a source without ranges is a fallback the scheduler uses while no source
-    // with ranges is free of failures (it still promises completion, asserted below).
-    // Only sources already added count.
-    let any_alive = |step: u32| {
-        w.fates.iter().zip(&w.joins).any(|(f, &j)| {
+    let mut net = Hostile {
+        w,
+        c,
+        window_w,
+        rng: ChaCha8Rng::seed_from_u64(w.seed),
+        added: at_start,
+        transports: Vec::new(),
+        ended: Vec::new(),
+        last_progress: Duration::ZERO,
+        last_remaining: s.remaining(),
+        all_dead_since: None,
+        trace: std::env::var_os("HYDRA_TRACE").is_some(),
+    };
+    let drive = Drive {
+        first: Duration::ZERO,
+        step: STEP,
+        max_steps,
+    };
+    let outcome = match drive.run(&mut s, &mut net) {
+        Ok(f) => Some(f.outcome),
+        Err(Unfinished::OutOfSteps { .. }) => None,
+        Err(Unfinished::Network { error, .. }) => return Err(error),
+    };
+    Ok(Run {
+        outcome,
+        duplicate_bytes: s.stats().duplicate_bytes,
+    })
+}
+
+fn spec(w: &World, i: usize) -> SourceSpec {
+    SourceSpec {
+        setup: Some(Duration::from_millis(100)),
+        remembered: w.remembered.get(i).copied().flatten(),
+        ..SourceSpec::new(w.caps[i])
+    }
+}
+
+/// The random transport of [`drive`], with its progress bookkeeping.
+struct Hostile<'a> {
+    w: &'a World,
+    c: Config,
+    /// No remaining work stands still longer than this while a source is live.
+    window_w: Duration,
+    rng: ChaCha8Rng,
+    /// Sources added so far.
+    added: usize,
+    transports: Vec<Transport>,
+    ended: Vec<FetchId>,
+    last_progress: Duration,
+    last_remaining: u64,
+    all_dead_since: Option<Duration>,
+    trace: bool,
+}
+
+impl Hostile<'_> {
+    /// Some source that is added and works (or has not died yet).
+    fn any_alive(&self, step: u32) -> bool {
+        self.w.fates.iter().zip(&self.w.joins).any(|(f, &j)| {
             j <= step
                 && match *f {
                     Fate::Reliable | Fate::Flaky => true,
                     Fate::Dies(k) | Fate::Hangs(k) => step < k,
                 }
         })
-    };
-    let live_source = |step: u32| {
+    }
+
+    /// A flaky source may rightly be declared dead after consecutive failures, so only a
+    /// reliable one (or one that has not died yet) promises progress within W — and only one
+    /// with ranges: a source without ranges is a fallback the scheduler uses while no source
+    /// with ranges is free of failures (it still promises completion, asserted below).
+    /// Only sources already added count.
+    fn live_source(&self, step: u32) -> bool {
+        let w = self.w;
         w.fates
             .iter()
             .zip(&w.caps)
@@ -242,14 +288,14 @@ fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
                         Fate::Dies(k) | Fate::Hangs(k) => step < k,
                     }
             })
-    };
-    let mut all_dead_since: Option<Duration> = None;
-    for step in 0..max_steps {
-        let now = STEP * step;
-        // Transport progress and failures.
+    }
+
+    /// Transport progress and failures of the step.
+    fn transports(&mut self, s: &mut Scheduler, step: u32, now: Duration) {
+        let (w, rng) = (self.w, &mut self.rng);
         let mut k = 0;
-        while k < transports.len() {
-            let t = &mut transports[k];
+        while k < self.transports.len() {
+            let t = &mut self.transports[k];
             let fate = w.fates[t.source];
             let dead = matches!(fate, Fate::Dies(d) if step >= d);
             let hung = matches!(fate, Fate::Hangs(h) if step >= h);
@@ -276,7 +322,7 @@ fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
                     Failure::Transient
                 };
                 s.on_end(t.fetch, FetchEnd::Failed(kind), now);
-                ended.push(t.fetch);
+                self.ended.push(t.fetch);
                 t.ended = true;
                 continue;
             }
@@ -288,7 +334,7 @@ fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
                         t.reported = t.pos;
                     }
                     s.on_end(t.fetch, FetchEnd::Cancelled, now);
-                    ended.push(t.fetch);
+                    self.ended.push(t.fetch);
                     t.ended = true;
                     continue;
                 }
@@ -329,131 +375,152 @@ fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
                     FetchEnd::Finished
                 };
                 s.on_end(t.fetch, end, now);
-                ended.push(t.fetch);
+                self.ended.push(t.fetch);
                 t.ended = true;
             }
             k += 1;
         }
-        transports.retain(|t| !t.ended);
+        self.transports.retain(|t| !t.ended);
+    }
+}
+
+/// The step a drive is at, at `now`.
+fn step_at(now: Duration) -> u32 {
+    (now.as_millis() / STEP.as_millis()) as u32
+}
+
+impl Network for Hostile<'_> {
+    type Error = TestCaseError;
+
+    fn advance(&mut self, s: &mut Scheduler, now: Duration) -> Result<(), TestCaseError> {
+        let step = step_at(now);
+        self.transports(s, step, now);
         // Stale reports for fetches that already ended must change nothing.
-        if !ended.is_empty() && rng.gen_bool(0.2) {
-            let f = ended[rng.gen_range(0..ended.len())];
-            let lo = rng.gen_range(0..w.size);
-            s.on_data(f, lo, rng.gen_range(1..=64), now);
+        if !self.ended.is_empty() && self.rng.gen_bool(0.2) {
+            let f = self.ended[self.rng.gen_range(0..self.ended.len())];
+            let lo = self.rng.gen_range(0..self.w.size);
+            s.on_data(f, lo, self.rng.gen_range(1..=64), now);
             s.on_end(f, FetchEnd::Finished, now);
             s.on_shrink_applied(f, lo);
         }
-        check_partition(&s, step)?;
+        check_partition(s, step)?;
 
-        while added < w.caps.len() && w.joins[added] <= step {
-            let id = s.add_source(spec(added));
-            prop_assert_eq!(usize::from(id.0), added, "sources are numbered as added");
-            added += 1;
-            // A source that joins restarts the clock on progress.
-            last_progress = now;
-            all_dead_since = None;
-        }
-        s.tick(now);
-        while let Some(a) = s.poll_action() {
-            if std::env::var_os("HYDRA_TRACE").is_some() {
-                eprintln!("{now:?} {a:?}");
-            }
-            match a {
-                Action::Request {
-                    fetch,
-                    source,
-                    range,
-                    ..
-                } => {
-                    let src = source.0 as usize;
-                    // (A source without ranges may also be asked for a later range, streamed
-                    // from 0, when no source with ranges can take it.)
-                    prop_assert!(w.caps[src].ranged || range.lo < w.size);
-                    transports.push(Transport {
-                        fetch,
-                        source: src,
-                        first_byte_in: rng.gen_range(1..5),
-                        pos: range.lo,
-                        reported: range.lo,
-                        hi: range.hi,
-                        cancelled: false,
-                        ended: false,
-                    });
-                }
-                Action::Shrink { fetch, hi } => {
-                    let t = transports
-                        .iter_mut()
-                        .find(|t| t.fetch == fetch)
-                        .expect("a shrink names a live fetch");
-                    if std::env::var_os("HYDRA_TRACE").is_some() {
-                        eprintln!(
-                            "   shrink {fetch:?} to {hi}: transport hi {} pos {} reported {}",
-                            t.hi, t.pos, t.reported
-                        );
-                    }
-                    prop_assert!(hi <= t.hi, "a shrink raised a far end");
-                    // The transport may be ahead of what was reported: it keeps those bytes.
-                    t.hi = hi.max(t.pos);
-                    s.on_shrink_applied(fetch, t.hi);
-                }
-                Action::Cancel { fetch } => {
-                    let t = transports
-                        .iter_mut()
-                        .find(|t| t.fetch == fetch)
-                        .expect("a cancel names a live fetch");
-                    t.hi = t.pos;
-                    t.cancelled = true;
-                    if std::env::var_os("HYDRA_TRACE").is_some() {
-                        eprintln!(
-                            "   applied {fetch:?} at {} (reported {})",
-                            t.pos, t.reported
-                        );
-                    }
-                    s.on_shrink_applied(fetch, t.pos);
-                }
-            }
-        }
-        check_partition(&s, step)?;
-        if std::env::var_os("HYDRA_TRACE").is_some() {
-            while let Some(n) = s.poll_notice() {
-                eprintln!("{now:?} {n:?}");
-            }
-        }
-
-        let remaining = s.remaining();
-        if remaining < last_remaining {
-            last_remaining = remaining;
-            last_progress = now;
-        }
-        if let Some(o) = s.outcome() {
-            return Ok(Run {
-                outcome: Some(o),
-                duplicate_bytes: s.stats().duplicate_bytes,
-            });
-        }
-        if live_source(step) {
-            prop_assert!(
-                now.saturating_sub(last_progress) <= window_w,
-                "no progress for {:?} at step {step} with a live source",
-                now - last_progress
+        while self.added < self.w.caps.len() && self.w.joins[self.added] <= step {
+            let id = s.add_source(spec(self.w, self.added));
+            prop_assert_eq!(
+                usize::from(id.0),
+                self.added,
+                "sources are numbered as added"
             );
-        } else if !any_alive(step) {
+            self.added += 1;
+            // A source that joins restarts the clock on progress.
+            self.last_progress = now;
+            self.all_dead_since = None;
+        }
+        Ok(())
+    }
+
+    fn act(&mut self, s: &mut Scheduler, now: Duration, a: Action) -> Result<(), TestCaseError> {
+        if self.trace {
+            eprintln!("{now:?} {a:?}");
+        }
+        match a {
+            Action::Request {
+                fetch,
+                source,
+                range,
+                ..
+            } => {
+                let src = source.0 as usize;
+                // (A source without ranges may also be asked for a later range, streamed
+                // from 0, when no source with ranges can take it.)
+                prop_assert!(self.w.caps[src].ranged || range.lo < self.w.size);
+                self.transports.push(Transport {
+                    fetch,
+                    source: src,
+                    first_byte_in: self.rng.gen_range(1..5),
+                    pos: range.lo,
+                    reported: range.lo,
+                    hi: range.hi,
+                    cancelled: false,
+                    ended: false,
+                });
+            }
+            Action::Shrink { fetch, hi } => {
+                let t = self
+                    .transports
+                    .iter_mut()
+                    .find(|t| t.fetch == fetch)
+                    .expect("a shrink names a live fetch");
+                if self.trace {
+                    eprintln!(
+                        "   shrink {fetch:?} to {hi}: transport hi {} pos {} reported {}",
+                        t.hi, t.pos, t.reported
+                    );
+                }
+                prop_assert!(hi <= t.hi, "a shrink raised a far end");
+                // The transport may be ahead of what was reported: it keeps those bytes.
+                t.hi = hi.max(t.pos);
+                s.on_shrink_applied(fetch, t.hi);
+            }
+            Action::Cancel { fetch } => {
+                let t = self
+                    .transports
+                    .iter_mut()
+                    .find(|t| t.fetch == fetch)
+                    .expect("a cancel names a live fetch");
+                t.hi = t.pos;
+                t.cancelled = true;
+                if self.trace {
+                    eprintln!(
+                        "   applied {fetch:?} at {} (reported {})",
+                        t.pos, t.reported
+                    );
+                }
+                s.on_shrink_applied(fetch, t.pos);
+            }
+        }
+        Ok(())
+    }
+
+    fn notice(&mut self, _: &Scheduler, now: Duration, n: Notice) {
+        if self.trace {
+            eprintln!("{now:?} {n:?}");
+        }
+    }
+
+    fn stepped(&mut self, s: &Scheduler, now: Duration) -> Result<(), TestCaseError> {
+        let step = step_at(now);
+        check_partition(s, step)?;
+        let remaining = s.remaining();
+        if remaining < self.last_remaining {
+            self.last_remaining = remaining;
+            self.last_progress = now;
+        }
+        if s.outcome().is_some() {
+            return Ok(());
+        }
+        let c = &self.c;
+        if self.live_source(step) {
+            prop_assert!(
+                now.saturating_sub(self.last_progress) <= self.window_w,
+                "no progress for {:?} at step {step} with a live source",
+                now - self.last_progress
+            );
+        } else if !self.any_alive(step) {
             // A hung source is indistinguishable from a slow one until the stall timeout, waits
             // at least as long before it is tried again, and is dead only after `max_failures`
             // consecutive failures; sources may be tried one after another.
-            let since = *all_dead_since.get_or_insert(now);
+            let since = *self.all_dead_since.get_or_insert(now);
             let per_source = (c.stall_timeout * 2 + c.max_backoff) * c.max_failures;
-            let bound = per_source * w.fates.len() as u32 + window_w;
+            let bound = per_source * self.w.fates.len() as u32 + self.window_w;
             prop_assert!(
                 now.saturating_sub(since) <= bound,
                 "every source is dead or hung since {since:?} and the transfer has not failed"
             );
         }
+        Ok(())
     }
-    Ok(Run {
-        outcome: s.outcome(),
-        duplicate_bytes: s.stats().duplicate_bytes,
-    })
 }
 
 /// The generator's seed: fixed so CI is reproducible; `PROPTEST_SEED=N` explores others.

@@ -5,6 +5,7 @@
 //! one round trip after it is issued, plus a setup cost when its slot opens a new connection.
 //! Nothing is random, so every figure below is exact for the code under test.
 
+use hydra_core::harness::{Drive, Network};
 use hydra_core::{
     Action, Capabilities, Config, ConnId, FetchEnd, FetchId, LimitReason, Notice, Outcome,
     Remembered, Scheduler, Session, SourceId, SourceSpec,
@@ -81,13 +82,6 @@ struct Run {
 }
 
 fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)>) -> Run {
-    let spec = |l: &Link| {
-        let mut s = SourceSpec::new(Capabilities::HTTP);
-        s.rtt = Some(l.rtt);
-        s.setup = Some(l.rtt + l.setup);
-        s.remembered = l.remembered;
-        s
-    };
     let at_start = links.iter().take_while(|l| l.joins_at.is_zero()).count();
     assert!(
         links[at_start..]
@@ -97,191 +91,30 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
     );
     let mut sched = Scheduler::new(size, links[..at_start].iter().map(spec).collect(), cfg);
     sched.expect_sources(links.len() - at_start);
-    let mut added = at_start;
-    let mut live: BTreeMap<FetchId, Live> = BTreeMap::new();
-    let mut opened: BTreeSet<ConnId> = BTreeSet::new();
-    // First byte of each open connection, for its ramp.
-    let mut ramps: BTreeMap<ConnId, Duration> = BTreeMap::new();
-    let mut levels = vec![Vec::new(); links.len()];
-    let mut trials = vec![Vec::new(); links.len()];
-    let mut now = Duration::ZERO;
-    let mut emptied = 0;
-    let mut overclaims = Vec::new();
-    let mut projected_ends = Vec::new();
-    sched.tick(now);
+    let mut net = Net {
+        links,
+        dead_at,
+        added: at_start,
+        live: BTreeMap::new(),
+        opened: BTreeSet::new(),
+        ramps: BTreeMap::new(),
+        levels: vec![Vec::new(); links.len()],
+        trials: vec![Vec::new(); links.len()],
+        emptied: 0,
+        overclaims: Vec::new(),
+        projected_ends: Vec::new(),
+        trace: std::env::var_os("HYDRA_TRACE").is_some(),
+    };
     // Bounded: 10 minutes of virtual time.
-    let trace = std::env::var_os("HYDRA_TRACE").is_some();
-    for _ in 0..120_000 {
-        while let Some(a) = sched.poll_action() {
-            if trace {
-                eprintln!("{now:?} {a:?}");
-            }
-            match a {
-                Action::Request {
-                    fetch,
-                    conn,
-                    source,
-                    range,
-                } => {
-                    let l = links[source.0 as usize];
-                    let new = opened.insert(conn);
-                    if new {
-                        ramps.remove(&conn);
-                    }
-                    let weight = if l.weights.is_empty() {
-                        1.0
-                    } else {
-                        l.weights[conn.0 as usize % l.weights.len()]
-                    };
-                    let wait = if new { l.rtt + l.setup } else { l.rtt };
-                    live.insert(
-                        fetch,
-                        Live {
-                            source: source.0 as usize,
-                            first_byte_at: now + wait,
-                            conn_since: ramps.get(&conn).copied(),
-                            conn,
-                            session: if new { Session::New } else { Session::Reused },
-                            started: false,
-                            pos: range.lo,
-                            hi: range.hi,
-                            carry: 0.0,
-                            weight,
-                            rate: 0.0,
-                        },
-                    );
-                }
-                Action::Shrink { fetch, hi } => {
-                    let f = live.get_mut(&fetch).expect("shrink of a live fetch");
-                    f.hi = hi.max(f.pos);
-                    sched.on_shrink_applied(fetch, f.hi);
-                    if !f.started && f.pos >= f.hi {
-                        // Nothing left to read: the transport ends it now, as the engine's
-                        // writer does at an exhausted bound.
-                        live.remove(&fetch);
-                        emptied += 1;
-                        sched.on_end(fetch, FetchEnd::Finished, now);
-                    }
-                }
-                Action::Cancel { fetch } => {
-                    let f = live.remove(&fetch).expect("cancel of a live fetch");
-                    sched.on_shrink_applied(fetch, f.pos);
-                    sched.on_end(fetch, FetchEnd::Cancelled, now);
-                }
-            }
-        }
-        while let Some(n) = sched.poll_notice() {
-            if trace {
-                eprintln!("{now:?} {n:?}");
-            }
-            match n {
-                Notice::Limit {
-                    source,
-                    reason: LimitReason::Measuring { level },
-                } => {
-                    levels[source.0 as usize].push(level);
-                    trials[source.0 as usize].push(now);
-                }
-                Notice::Repair {
-                    victim,
-                    bytes,
-                    gain,
-                    ..
-                } => {
-                    // The victim's shrink has been applied: it held `bytes` more than it does.
-                    if let Some(f) = live.get(&victim).filter(|f| f.rate > 0.0) {
-                        let left = (f.hi - f.pos + bytes) as f64 / f.rate;
-                        if gain.as_secs_f64() > 1.25 * left + 0.05 {
-                            overclaims.push(format!(
-                                "{now:?}: {victim:?} had {left:.2} s left, claimed {gain:?}"
-                            ));
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        if sched.outcome().is_some() {
-            break;
-        }
-        now += STEP;
-        if let Some((src, at)) = dead_at {
-            if now >= at && !sched.is_dead(SourceId(src as u16)) {
-                let gone: Vec<FetchId> = live
-                    .iter()
-                    .filter(|(_, f)| f.source == src)
-                    .map(|(id, _)| *id)
-                    .collect();
-                for id in gone {
-                    live.remove(&id);
-                    sched.on_end(id, FetchEnd::Failed(hydra_core::Failure::Transient), now);
-                }
-                sched.on_source_dead(SourceId(src as u16), now);
-            }
-        }
-        for (src, l) in links.iter().enumerate() {
-            let flowing: Vec<FetchId> = live
-                .iter()
-                .filter(|(_, f)| f.source == src && f.first_byte_at <= now && f.pos < f.hi)
-                .map(|(id, _)| *id)
-                .collect();
-            if flowing.is_empty() {
-                continue;
-            }
-            // Weighted shares of the link, each capped per connection (the capped flows'
-            // leftovers are not redistributed: the tests below cap only equal flows).
-            let capacity = match l.collapse {
-                Some((at, fraction)) if now >= at => l.capacity * fraction,
-                _ => l.capacity,
-            };
-            let wsum: f64 = flowing.iter().map(|id| live[id].weight).sum();
-            for id in flowing {
-                let f = live.get_mut(&id).expect("flowing is live");
-                if !f.started {
-                    f.started = true;
-                    sched.on_first_byte(id, f.session, now);
-                    let since = *ramps.entry(f.conn).or_insert(now);
-                    f.conn_since = Some(since);
-                }
-                let ceiling = match f.conn_since {
-                    Some(since) if !l.ramp.is_zero() => {
-                        let x = (now - since).as_secs_f64() / l.ramp.as_secs_f64();
-                        l.per_conn * (0.1 + 0.9 * x.min(1.0))
-                    }
-                    _ => l.per_conn,
-                };
-                let rate = ceiling.min(capacity * f.weight / wsum);
-                let want = rate * STEP.as_secs_f64() + f.carry;
-                let n = (want.floor() as u64).min(f.hi - f.pos);
-                f.carry = want - want.floor();
-                f.rate = rate;
-                if n > 0 {
-                    sched.on_data(id, f.pos, n, now);
-                    f.pos += n;
-                }
-            }
-        }
-        let done: Vec<FetchId> = live
-            .iter()
-            .filter(|(_, f)| f.started && f.pos >= f.hi)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in done {
-            let f = live.remove(&id).expect("done is live");
-            if trace {
-                eprintln!("{now:?} END {id:?} conn {:?} src {}", f.conn, f.source);
-            }
-            sched.on_end(id, FetchEnd::Finished, now);
-        }
-        while added < links.len() && now >= links[added].joins_at {
-            sched.add_source(spec(&links[added]));
-            added += 1;
-        }
-        sched.tick(now);
-        if let Some(e) = sched.projected_end(now) {
-            projected_ends.push((now, now + e));
-        }
-    }
+    let drive = Drive {
+        first: Duration::ZERO,
+        step: STEP,
+        max_steps: 120_001,
+    };
+    let end = match drive.run(&mut sched, &mut net) {
+        Ok(f) => f.at,
+        Err(e) => e.at(),
+    };
     Run {
         outcome: sched.outcome(),
         repairs: sched.stats().repairs,
@@ -291,13 +124,227 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
         learned: (0..sched.source_count())
             .map(|s| sched.learned(SourceId(s as u16)))
             .collect(),
-        levels,
-        trials,
-        end: now,
-        emptied,
-        connections: opened.len(),
-        overclaims,
-        projected_ends,
+        levels: net.levels,
+        trials: net.trials,
+        end,
+        emptied: net.emptied,
+        connections: net.opened.len(),
+        overclaims: net.overclaims,
+        projected_ends: net.projected_ends,
+    }
+}
+
+fn spec(l: &Link) -> SourceSpec {
+    let mut s = SourceSpec::new(Capabilities::HTTP);
+    s.rtt = Some(l.rtt);
+    s.setup = Some(l.rtt + l.setup);
+    s.remembered = l.remembered;
+    s
+}
+
+/// The links of [`run`] as a [`Network`], with what the run observes.
+struct Net<'a> {
+    links: &'a [Link],
+    dead_at: Option<(usize, Duration)>,
+    /// Sources added so far.
+    added: usize,
+    live: BTreeMap<FetchId, Live>,
+    opened: BTreeSet<ConnId>,
+    /// First byte of each open connection, for its ramp.
+    ramps: BTreeMap<ConnId, Duration>,
+    levels: Vec<Vec<usize>>,
+    trials: Vec<Vec<Duration>>,
+    emptied: u32,
+    overclaims: Vec<String>,
+    projected_ends: Vec<(Duration, Duration)>,
+    trace: bool,
+}
+
+impl Network for Net<'_> {
+    type Error = std::convert::Infallible;
+
+    fn advance(&mut self, sched: &mut Scheduler, now: Duration) -> Result<(), Self::Error> {
+        if let Some((src, at)) = self.dead_at {
+            if now >= at && !sched.is_dead(SourceId(src as u16)) {
+                let gone: Vec<FetchId> = self
+                    .live
+                    .iter()
+                    .filter(|(_, f)| f.source == src)
+                    .map(|(id, _)| *id)
+                    .collect();
+                for id in gone {
+                    self.live.remove(&id);
+                    sched.on_end(id, FetchEnd::Failed(hydra_core::Failure::Transient), now);
+                }
+                sched.on_source_dead(SourceId(src as u16), now);
+            }
+        }
+        for (src, l) in self.links.iter().enumerate() {
+            self.flow(sched, src, l, now);
+        }
+        let done: Vec<FetchId> = self
+            .live
+            .iter()
+            .filter(|(_, f)| f.started && f.pos >= f.hi)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in done {
+            let f = self.live.remove(&id).expect("done is live");
+            if self.trace {
+                eprintln!("{now:?} END {id:?} conn {:?} src {}", f.conn, f.source);
+            }
+            sched.on_end(id, FetchEnd::Finished, now);
+        }
+        while self.added < self.links.len() && now >= self.links[self.added].joins_at {
+            sched.add_source(spec(&self.links[self.added]));
+            self.added += 1;
+        }
+        Ok(())
+    }
+
+    fn ticked(&mut self, sched: &Scheduler, now: Duration) {
+        if let Some(e) = sched.projected_end(now) {
+            self.projected_ends.push((now, now + e));
+        }
+    }
+
+    fn act(&mut self, sched: &mut Scheduler, now: Duration, a: Action) -> Result<(), Self::Error> {
+        if self.trace {
+            eprintln!("{now:?} {a:?}");
+        }
+        match a {
+            Action::Request {
+                fetch,
+                conn,
+                source,
+                range,
+            } => {
+                let l = self.links[source.0 as usize];
+                let new = self.opened.insert(conn);
+                if new {
+                    self.ramps.remove(&conn);
+                }
+                let weight = if l.weights.is_empty() {
+                    1.0
+                } else {
+                    l.weights[conn.0 as usize % l.weights.len()]
+                };
+                let wait = if new { l.rtt + l.setup } else { l.rtt };
+                self.live.insert(
+                    fetch,
+                    Live {
+                        source: source.0 as usize,
+                        first_byte_at: now + wait,
+                        conn_since: self.ramps.get(&conn).copied(),
+                        conn,
+                        session: if new { Session::New } else { Session::Reused },
+                        started: false,
+                        pos: range.lo,
+                        hi: range.hi,
+                        carry: 0.0,
+                        weight,
+                        rate: 0.0,
+                    },
+                );
+            }
+            Action::Shrink { fetch, hi } => {
+                let f = self.live.get_mut(&fetch).expect("shrink of a live fetch");
+                f.hi = hi.max(f.pos);
+                sched.on_shrink_applied(fetch, f.hi);
+                if !f.started && f.pos >= f.hi {
+                    // Nothing left to read: the transport ends it now, as the engine's
+                    // writer does at an exhausted bound.
+                    self.live.remove(&fetch);
+                    self.emptied += 1;
+                    sched.on_end(fetch, FetchEnd::Finished, now);
+                }
+            }
+            Action::Cancel { fetch } => {
+                let f = self.live.remove(&fetch).expect("cancel of a live fetch");
+                sched.on_shrink_applied(fetch, f.pos);
+                sched.on_end(fetch, FetchEnd::Cancelled, now);
+            }
+        }
+        Ok(())
+    }
+
+    fn notice(&mut self, _: &Scheduler, now: Duration, n: Notice) {
+        if self.trace {
+            eprintln!("{now:?} {n:?}");
+        }
+        match n {
+            Notice::Limit {
+                source,
+                reason: LimitReason::Measuring { level },
+            } => {
+                self.levels[source.0 as usize].push(level);
+                self.trials[source.0 as usize].push(now);
+            }
+            Notice::Repair {
+                victim,
+                bytes,
+                gain,
+                ..
+            } => {
+                // The victim's shrink has been applied: it held `bytes` more than it does.
+                if let Some(f) = self.live.get(&victim).filter(|f| f.rate > 0.0) {
+                    let left = (f.hi - f.pos + bytes) as f64 / f.rate;
+                    if gain.as_secs_f64() > 1.25 * left + 0.05 {
+                        self.overclaims.push(format!(
+                            "{now:?}: {victim:?} had {left:.2} s left, claimed {gain:?}"
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Net<'_> {
+    /// One step of link `l` (source `src`): weighted shares of its capacity, each capped per
+    /// connection (the capped flows' leftovers are not redistributed: the tests below cap
+    /// only equal flows).
+    fn flow(&mut self, sched: &mut Scheduler, src: usize, l: &Link, now: Duration) {
+        let flowing: Vec<FetchId> = self
+            .live
+            .iter()
+            .filter(|(_, f)| f.source == src && f.first_byte_at <= now && f.pos < f.hi)
+            .map(|(id, _)| *id)
+            .collect();
+        if flowing.is_empty() {
+            return;
+        }
+        let capacity = match l.collapse {
+            Some((at, fraction)) if now >= at => l.capacity * fraction,
+            _ => l.capacity,
+        };
+        let wsum: f64 = flowing.iter().map(|id| self.live[id].weight).sum();
+        for id in flowing {
+            let f = self.live.get_mut(&id).expect("flowing is live");
+            if !f.started {
+                f.started = true;
+                sched.on_first_byte(id, f.session, now);
+                let since = *self.ramps.entry(f.conn).or_insert(now);
+                f.conn_since = Some(since);
+            }
+            let ceiling = match f.conn_since {
+                Some(since) if !l.ramp.is_zero() => {
+                    let x = (now - since).as_secs_f64() / l.ramp.as_secs_f64();
+                    l.per_conn * (0.1 + 0.9 * x.min(1.0))
+                }
+                _ => l.per_conn,
+            };
+            let rate = ceiling.min(capacity * f.weight / wsum);
+            let want = rate * STEP.as_secs_f64() + f.carry;
+            let n = (want.floor() as u64).min(f.hi - f.pos);
+            f.carry = want - want.floor();
+            f.rate = rate;
+            if n > 0 {
+                sched.on_data(id, f.pos, n, now);
+                f.pos += n;
+            }
+        }
     }
 }
 
