@@ -39,12 +39,13 @@ impl fmt::Debug for Credentials {
 
 /// A URL that could not be used as an endpoint.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EndpointError {
     /// Not a URL. The message never contains the input (it may hold credentials).
     #[error("not a valid URL: {0}")]
     Parse(#[from] url::ParseError),
     /// A URL without a host.
-    #[error("URL has no host")]
+    #[error("URL has no host or path")]
     NoHost,
 }
 
@@ -54,9 +55,12 @@ impl Endpoint {
         Self::from_url(Url::parse(url)?)
     }
 
-    /// Takes a parsed URL, moving any user info into [`Endpoint::credentials`].
+    /// Takes a parsed URL, moving any user info into [`Endpoint::credentials`]. A URL
+    /// without a host is accepted when it has a path (`file:///srv/x`); whether its scheme
+    /// needs a host is the [`Registry`](crate::Registry)'s to check. A URL that is neither
+    /// (`mailto:x`) is refused.
     pub fn from_url(mut url: Url) -> Result<Endpoint, EndpointError> {
-        if url.host_str().is_none() {
+        if url.cannot_be_a_base() {
             return Err(EndpointError::NoHost);
         }
         let credentials = if !url.username().is_empty() || url.password().is_some() {
@@ -111,9 +115,14 @@ impl Endpoint {
         self.url.scheme()
     }
 
-    /// The host (always present).
+    /// The host; empty for a host-less URL (`file:///srv/x`).
     pub fn host(&self) -> &str {
         self.url.host_str().unwrap_or_default()
+    }
+
+    /// Whether the URL names a host.
+    pub fn has_host(&self) -> bool {
+        self.url.host_str().is_some_and(|h| !h.is_empty())
     }
 
     /// The port, or the scheme's default one.
@@ -202,6 +211,19 @@ mod tests {
         }
         assert_eq!(e.to_string(), "https://example.com:8443/a/b?x=1");
         assert!(!format!("{e}").contains("alice"));
+    }
+
+    #[test]
+    fn a_host_less_file_url_is_an_endpoint_and_a_cannot_be_a_base_url_is_not() {
+        let e = Endpoint::parse("file:///srv/data/x.iso").unwrap();
+        assert!(!e.has_host());
+        assert_eq!(e.host(), "");
+        assert_eq!(e.decoded_path().as_deref(), Some("/srv/data/x.iso"));
+        assert!(Endpoint::parse("https://h.example/x").unwrap().has_host());
+        assert!(matches!(
+            Endpoint::parse("mailto:someone@example.com"),
+            Err(EndpointError::NoHost)
+        ));
     }
 
     #[test]

@@ -43,6 +43,7 @@ impl SchemeError {
 
 /// Which deadline expired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TimeoutPhase {
     /// Dialling, TLS and proxy handshakes.
     Connect,
@@ -63,9 +64,14 @@ impl fmt::Display for TimeoutPhase {
 }
 
 /// The cause of a [`SchemeError`]. Every variant a peer can cause is here; none of them panics.
-/// `Display` shows text a server supplied (reason phrases, reply lines, status messages)
-/// through [`sanitize`]: no control character of a peer's reaches a terminal.
+/// The kinds are protocol-neutral: what a protocol said is carried as data (a reply's code and
+/// text, a range as the protocol named it) and shown in the protocol's words. `Display` shows
+/// text a server supplied (reason phrases, reply lines, status messages) through [`sanitize`]:
+/// no control character of a peer's reaches a terminal.
+///
+/// `#[non_exhaustive]`: a `match` needs a wildcard arm, so that new kinds can be added.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The object is not the one the probe saw (validator, modification time or size differ):
     /// combining its bytes with earlier ones would make a file mixed from two versions.
@@ -84,12 +90,13 @@ pub enum ErrorKind {
         /// What it did, e.g. `acknowledged REST 100 but sent more than the 50 bytes after it`.
         detail: String,
     },
-    /// The range the source sent is not the range asked for (or is missing).
-    #[error("Content-Range mismatch: asked for {asked}, got {}", sanitize(got))]
-    ContentRangeMismatch {
+    /// The range the source says it sent is not the range asked for (or it named none).
+    #[error("wrong range: asked for {asked}, got {}", sanitize(got))]
+    WrongRange {
         /// The range requested.
         asked: ByteRange,
-        /// What the response named (`none` when absent).
+        /// What the reply named, in the protocol's words (`Content-Range: bytes 1-10/20`,
+        /// `no Content-Range`, `DATA 1 10`).
         got: String,
     },
     /// The body ended before the range did.
@@ -100,13 +107,19 @@ pub enum ErrorKind {
         /// Where it ended.
         got: u64,
     },
-    /// An unexpected status.
-    #[error("status {code}{}", reason.as_deref().map(|r| format!(" {}", sanitize(r))).unwrap_or_default())]
-    Status {
-        /// The status code.
-        code: u16,
-        /// The reason phrase, when known.
-        reason: Option<String>,
+    /// The source answered the request with a reply that refuses it (HTTP 404, FTP 550, SFTP
+    /// `NoSuchFile`), shown as the protocol words it: `HTTP 404 Not Found`.
+    #[error("{protocol} {code}{}", text.as_deref().map(|t| format!(" {}", sanitize(t))).unwrap_or_default())]
+    Rejected {
+        /// The protocol, as its users name it (`HTTP`, `FTP`, `SFTP`).
+        protocol: &'static str,
+        /// The reply's code in that protocol (HTTP status, FTP reply code, SFTP status code).
+        code: u32,
+        /// The reply's text (reason phrase, reply line, status name), when known.
+        text: Option<String>,
+        /// Asking again later may succeed (HTTP 5xx and 408, FTP 4xx): the source is retried
+        /// after a backoff instead of being dropped.
+        transient: bool,
     },
     /// A deadline expired.
     #[error("{phase} timeout after {after:?}")]
@@ -125,7 +138,8 @@ pub enum ErrorKind {
     /// A transport error (connect, reset, TLS, proxy).
     #[error("I/O: {}", sanitize(&.0.to_string()))]
     Io(#[source] io::Error),
-    /// A redirect chain longer than the limit (or a loop).
+    /// A redirect chain longer than the limit (or a loop), in any protocol that redirects
+    /// (HTTP, and schemes built on it).
     #[error("too many redirects (limit {limit})")]
     TooManyRedirects {
         /// The limit.
@@ -147,9 +161,9 @@ impl ErrorKind {
     /// How the scheduler should treat the source:
     ///
     /// * `Refused` → [`Failure::Refused`] with its `retry_after`;
-    /// * `Truncated`, `Timeout`, `Io`, 5xx and 408 statuses → [`Failure::Transient`] (retry
-    ///   after a backoff);
-    /// * everything else — the object changed, ranges ignored or mis-served, other 4xx,
+    /// * `Truncated`, `Timeout`, `Io` and a `Rejected` reply marked `transient` →
+    ///   [`Failure::Transient`] (retry after a backoff);
+    /// * everything else — the object changed, ranges ignored or mis-served, other rejections,
     ///   redirect trouble, protocol violations, unsupported endpoints, and a local sink
     ///   failure — → [`Failure::Fatal`].
     pub fn failure(&self) -> Failure {
@@ -160,12 +174,12 @@ impl ErrorKind {
             ErrorKind::Truncated { .. } | ErrorKind::Timeout { .. } | ErrorKind::Io(_) => {
                 Failure::Transient
             }
-            ErrorKind::Status { code, .. } if *code >= 500 || *code == 408 => Failure::Transient,
+            ErrorKind::Rejected { transient, .. } if *transient => Failure::Transient,
             ErrorKind::ObjectChanged { .. }
             | ErrorKind::Misplaced { .. }
             | ErrorKind::RangeIgnored
-            | ErrorKind::ContentRangeMismatch { .. }
-            | ErrorKind::Status { .. }
+            | ErrorKind::WrongRange { .. }
+            | ErrorKind::Rejected { .. }
             | ErrorKind::TooManyRedirects { .. }
             | ErrorKind::Protocol(_)
             | ErrorKind::Unsupported(_)
@@ -194,9 +208,11 @@ mod tests {
     fn server_text_in_an_error_reaches_people_with_control_characters_escaped() {
         let e = Endpoint::parse("ftp://example.com/f").unwrap();
         let kinds = [
-            ErrorKind::Status {
+            ErrorKind::Rejected {
+                protocol: "FTP",
                 code: 550,
-                reason: Some("gone\x1b[2J\r\nhydra: fake".into()),
+                text: Some("gone\x1b[2J\r\nhydra: fake".into()),
+                transient: false,
             },
             ErrorKind::Protocol("530 \x1b]0;title\x07".into()),
             ErrorKind::Io(io::Error::other("reply \u{202e}txt.exe")),
@@ -208,6 +224,26 @@ mod tests {
                 "{shown:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_rejection_reads_in_its_protocols_words() {
+        let rejected = |protocol, code, text: Option<&str>| ErrorKind::Rejected {
+            protocol,
+            code,
+            text: text.map(str::to_owned),
+            transient: false,
+        };
+        let shown = [
+            rejected("HTTP", 404, Some("Not Found")),
+            rejected("FTP", 550, Some("No such file")),
+            rejected("SFTP", 2, None),
+        ]
+        .map(|k| k.to_string());
+        assert_eq!(
+            shown,
+            ["HTTP 404 Not Found", "FTP 550 No such file", "SFTP 2"]
+        );
     }
 
     #[test]
@@ -225,9 +261,17 @@ mod tests {
             .failure(),
             Failure::Transient
         );
-        let s = |code| ErrorKind::Status { code, reason: None }.failure();
-        assert_eq!(s(502), Failure::Transient);
-        assert_eq!(s(404), Failure::Fatal);
+        let rejected = |transient| {
+            ErrorKind::Rejected {
+                protocol: "HTTP",
+                code: 502,
+                text: None,
+                transient,
+            }
+            .failure()
+        };
+        assert_eq!(rejected(true), Failure::Transient);
+        assert_eq!(rejected(false), Failure::Fatal);
         assert_eq!(
             ErrorKind::ObjectChanged {
                 detail: String::new()

@@ -30,13 +30,16 @@ pub mod content;
 pub mod endpoint;
 pub mod engine;
 pub mod error;
+pub mod pool;
 pub mod probe;
+pub mod proxy;
 pub mod registry;
 pub mod scheme;
 pub mod sink;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod text;
+pub mod tls;
 pub mod writer;
 
 pub use bound::RangeBound;
@@ -51,9 +54,11 @@ pub use engine::{
 };
 pub use error::{ErrorKind, SchemeError, TimeoutPhase};
 pub use hydra_core::{ByteRange, Capabilities, ConnId, Failure, FetchEnd, FetchId, RangeSet};
+pub use pool::{IdlePool, Opening, PoolKey, Pooled};
 pub use probe::{Probe, Validator};
-pub use registry::Registry;
-pub use scheme::{FetchOutcome, FetchRequest, Scheme, PRIMED_TTL};
+pub use registry::{Registry, ResolveError};
+pub use scheme::{FetchOutcome, FetchRequest, Scheme, Transport, PRIMED_TTL};
 pub use sink::{FileSink, MemorySink, Sink};
+pub use tls::{client_config, CertificateRefusal};
 pub use url::Url;
 pub use writer::{FetchEvent, FetchEventKind, FetchObserver, NoObserver, RangeWriter, WriteResult};

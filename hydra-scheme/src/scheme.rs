@@ -14,6 +14,30 @@ use crate::writer::RangeWriter;
 /// ([`Scheme::probe_primed`]).
 pub const PRIMED_TTL: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// How a scheme reaches its origins: what a network emulator in front of an origin can
+/// intercept, and whether an endpoint needs a host. The conformance suite skips a trial that
+/// cannot reach a scheme's transport (a wire fault for local I/O) with that reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Transport {
+    /// Every byte crosses TCP connections the scheme opens to the endpoint's host and port
+    /// (HTTP, SFTP). The default.
+    Tcp,
+    /// A control connection to the endpoint's host and port, plus data connections to
+    /// addresses the server announces on it (FTP's passive mode): an emulator must rewrite
+    /// the announcements so data connections cross it too.
+    TcpWithAnnouncedData,
+    /// No network: the scheme reads local storage (`file:///path`); endpoints need no host.
+    Local,
+}
+
+impl Transport {
+    /// Whether an endpoint of this transport needs a host.
+    pub fn needs_host(self) -> bool {
+        !matches!(self, Transport::Local)
+    }
+}
+
 /// One protocol (HTTP, FTP, SFTP, ...), serving one or more URL schemes.
 ///
 /// # Contract
@@ -52,6 +76,11 @@ pub trait Scheme: Send + Sync {
 
     /// What its ranged reads can do and what stopping early costs.
     fn capabilities(&self) -> Capabilities;
+
+    /// How it reaches origins. Default: [`Transport::Tcp`].
+    fn transport(&self) -> Transport {
+        Transport::Tcp
+    }
 
     /// Learns about the object at `endpoint`. The engine also calls it near the end of a
     /// transfer, while fetches may still hold the scheme's sessions (the closing check): it

@@ -25,6 +25,15 @@ use hydra_core::{ByteRange, RangeSet};
 ///
 /// `write_at` is a blocking call into the page cache; it is short and is called from async code
 /// directly.
+///
+/// A sink may hold a write back to bound what it keeps (the CLI's `-o -` reorder buffer, its
+/// `--limit-rate` bucket): `write_at` then waits off the runtime
+/// (`tokio::task::block_in_place`) until it can take the bytes, so only the writing fetch
+/// waits, and its socket fills and flow control slows its source. Such a sink must take a
+/// write at the lowest offset it lacks without waiting (so the fetch holding it always
+/// progresses), and must fail every waiting write once it cannot take bytes any more (its
+/// output closed), never leave one waiting. The engine runs each fetch as its own task, so a
+/// waiting write holds up no other fetch.
 pub trait Sink: Send + Sync {
     /// Size of the object the sink holds.
     fn size(&self) -> u64;

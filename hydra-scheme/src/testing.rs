@@ -2,6 +2,8 @@
 //! 127.0.0.1 port 0 that records every CONNECT, so a test can check that a host name reached
 //! the proxy unresolved (remote DNS) and where each connection was sent.
 
+pub mod connect_proxy;
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 

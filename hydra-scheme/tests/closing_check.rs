@@ -175,10 +175,9 @@ impl Scheme for Paced {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            max_connections_per_host: matches!(self.when, When::SessionsCapped).then_some(CAPPED),
-            ..Capabilities::HTTP
-        }
+        Capabilities::HTTP.with_max_connections_per_host(
+            matches!(self.when, When::SessionsCapped).then_some(CAPPED),
+        )
     }
 
     fn pooled_sessions(&self, _: &Endpoint) -> Option<usize> {
@@ -445,7 +444,7 @@ fn assert_unchanged_and_asked(
     assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), after);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_early_check_answered_before_the_last_byte_does_not_stand_for_the_closing_one() {
     let s = Paced::new(When::RewrittenBeforeTheLastChunk);
     let (out, _) = transfer(s.clone()).await;
@@ -468,7 +467,7 @@ async fn an_early_check_answered_before_the_last_byte_does_not_stand_for_the_clo
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_check_answered_after_the_last_byte_is_not_asked_again_at_the_end() {
     let s = Paced::new(When::RewrittenAfterALateCheck);
     let (out, sink) = transfer(s.clone()).await;
@@ -481,7 +480,7 @@ async fn a_check_answered_after_the_last_byte_is_not_asked_again_at_the_end() {
     assert!((2..=3).contains(&probes), "{probes} probes");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_source_whose_early_checks_fail_is_asked_again_after_its_last_byte() {
     let s = Paced::new(When::EarlyChecksRefused);
     let (out, sink) = transfer(s.clone()).await;
@@ -489,7 +488,7 @@ async fn a_source_whose_early_checks_fail_is_asked_again_after_its_last_byte() {
     assert_unchanged_and_asked(&s, out, &sink, 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_source_whose_early_check_timed_out_is_not_waited_on_twice() {
     let s = Paced::new(When::EarlyChecksHang);
     let (out, sink) = transfer_with(s.clone(), Duration::from_millis(400)).await;
@@ -497,7 +496,7 @@ async fn a_source_whose_early_check_timed_out_is_not_waited_on_twice() {
     assert_unchanged_and_asked(&s, out, &sink, 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_source_whose_early_checks_timed_out_before_the_end_is_not_asked_again() {
     // Each early check gives up 100 ms after it is sent, well before the last byte.
     let s = Paced::new(When::EarlyChecksHang);
@@ -505,7 +504,7 @@ async fn a_source_whose_early_checks_timed_out_before_the_end_is_not_asked_again
     assert_unchanged_and_asked(&s, out, &sink, 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn early_checks_that_came_back_too_soon_are_followed_by_one_timed_by_their_round_trip() {
     // The first check, its cost unknown, is sent two fetch setups (600 ms) ahead and comes
     // back in 60 ms, long before the last byte: it cannot stand. The next is timed by that
@@ -521,7 +520,7 @@ async fn early_checks_that_came_back_too_soon_are_followed_by_one_timed_by_their
     assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_lone_fetch_gets_one_spare_session_for_its_closing_check_before_its_last_byte() {
     let s = Paced::new(When::ChecksTakeCheck);
     let (out, _) = transfer(s.clone()).await;
@@ -530,7 +529,7 @@ async fn a_lone_fetch_gets_one_spare_session_for_its_closing_check_before_its_la
     assert_eq!(s.prepared_before_last_byte.load(Ordering::SeqCst), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_source_whose_fetch_ended_before_the_last_one_gets_no_spare_session() {
     // Two connections: one fetch ends first and its session is the check's; no spare.
     let s = Paced::new(When::ChecksTakeCheck);
@@ -545,7 +544,7 @@ async fn a_source_whose_fetch_ended_before_the_last_one_gets_no_spare_session() 
     assert_eq!(s.prepared.load(Ordering::SeqCst), 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_check_that_costs_most_of_a_setup_is_timed_before_it_is_aimed() {
     // Checks take 240 ms, 80 % of a fetch's 300 ms setup (an FTP check on an open session is
     // three of the five or so commands of a fetch's setup). Aimed at the setup (sent 270 ms
@@ -578,7 +577,7 @@ async fn a_check_that_costs_most_of_a_setup_is_timed_before_it_is_aimed() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn no_check_is_sent_before_the_transfer_s_end_can_be_projected() {
     // Until its fetch has delivered for a rate window the transfer's end is unknown (not
     // near): a check sent then is a round trip spent on nothing.
@@ -594,7 +593,7 @@ async fn no_check_is_sent_before_the_transfer_s_end_can_be_projected() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_early_check_waits_for_the_spare_session_being_opened_rather_than_dialing_its_own() {
     // The whole 256 KB take 625 ms after the fetch's setup: at the first projection the end
     // is within two setups already, so the spare session and the first check are due at
@@ -609,7 +608,7 @@ async fn an_early_check_waits_for_the_spare_session_being_opened_rather_than_dia
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_check_that_stands_while_the_last_fetch_is_still_open_is_not_followed_by_another() {
     // The check aimed by its 60 ms round trip lands just after the last byte; the fetch stays
     // open 400 ms longer with nothing left to deliver, and the engine looks at its checks
@@ -624,7 +623,7 @@ async fn a_check_that_stands_while_the_last_fetch_is_still_open_is_not_followed_
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_check_answered_after_the_last_byte_was_read_stands_though_the_engine_saw_it_later() {
     // The early check's answer is taken after the last chunk was written and reported, but
     // before the engine's loop has run to see the report (the check's task was woken first).
@@ -643,7 +642,7 @@ async fn a_check_answered_after_the_last_byte_was_read_stands_though_the_engine_
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn no_early_check_is_asked_while_every_session_the_scheme_allows_carries_a_fetch() {
     // Two fetches on a scheme that allows two sessions: until one of them ends, a check
     // would need a third session and be refused, spending one of the source's early checks.
@@ -660,7 +659,7 @@ async fn no_early_check_is_asked_while_every_session_the_scheme_allows_carries_a
     assert!(!s.checks.lock().unwrap().is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_check_slowed_by_the_transfer_s_queue_does_not_time_the_next_to_land_before_the_end() {
     // The first check, asked with most of the object due, takes 90 ms: 60 ms, and 30 ms
     // queued behind the transfer. Aimed at 0.9 of that (81 ms ahead), the next would take
@@ -677,7 +676,7 @@ async fn a_check_slowed_by_the_transfer_s_queue_does_not_time_the_next_to_land_b
     assert!(checks[1].0 <= LOADED && checks[1].1, "{checks:?}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_check_that_would_open_its_own_session_after_the_end_waits_for_one_to_come_back() {
     // Two fetches of 128 KB each, 320 ms of bytes after their 300 ms setups: the end is first
     // projected less than a setup away, with both sessions busy and no spare (the source has
@@ -696,7 +695,7 @@ async fn a_check_that_would_open_its_own_session_after_the_end_waits_for_one_to_
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_check_answered_between_two_chunks_is_followed_at_once_when_the_next_is_due() {
     // The first check, sent two setups (600 ms) ahead, takes 430 ms and answers about 170 ms
     // before the last byte, 70 ms before the next chunk: the next check is due at once (its

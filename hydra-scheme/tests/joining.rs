@@ -139,7 +139,7 @@ async fn run(engine: &Engine, inputs: Vec<SourceInput>) -> Report {
     report
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_source_whose_probe_never_answers_does_not_hold_up_the_transfer() {
     let quick = fake(Some(Duration::ZERO), SIZE, Duration::from_millis(1));
     let silent = fake(None, SIZE, Duration::from_millis(1));
@@ -148,7 +148,7 @@ async fn a_source_whose_probe_never_answers_does_not_hold_up_the_transfer() {
     assert_eq!(silent.fetches.load(Ordering::SeqCst), 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_source_whose_probe_answers_after_the_start_joins_and_delivers_bytes() {
     // The first source would take SIZE / CHUNK × 5 ms ≈ 0.64 s alone; the late one answers at
     // 150 ms, long after the first answer's grace, and is ten times faster.
@@ -171,7 +171,7 @@ async fn a_source_whose_probe_answers_after_the_start_joins_and_delivers_bytes()
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_late_source_that_describes_another_object_is_left_out() {
     let first = fake(Some(Duration::ZERO), SIZE, Duration::from_millis(5));
     let other = fake(
@@ -190,7 +190,7 @@ async fn a_late_source_that_describes_another_object_is_left_out() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn sources_answering_within_the_grace_take_part_in_the_first_split() {
     let a = fake(
         Some(Duration::from_millis(30)),
@@ -213,7 +213,7 @@ async fn sources_answering_within_the_grace_take_part_in_the_first_split() {
     assert_eq!(probed.sources.len(), 2);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_second_source_answering_within_the_quorum_wait_takes_part_from_the_start() {
     let first = fake(Some(Duration::ZERO), SIZE, Duration::from_millis(5));
     let second = fake(
@@ -232,7 +232,7 @@ async fn a_second_source_answering_within_the_quorum_wait_takes_part_from_the_st
     assert_eq!(probed.sources.len(), 2, "no majority without the second");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_fast_source_of_another_object_is_outvoted_by_two_that_agree() {
     let odd = fake(Some(Duration::ZERO), SIZE / 2, Duration::from_millis(1));
     let a = fake(

@@ -31,21 +31,25 @@ fn every_kind() -> Vec<ErrorKind> {
         ErrorKind::Misplaced {
             detail: "acknowledged REST 5 but sent more than the 10 bytes after it".into(),
         },
-        ErrorKind::ContentRangeMismatch {
+        ErrorKind::WrongRange {
             asked: ByteRange::new(0, 10),
-            got: "bytes 1-10/20".into(),
+            got: "Content-Range: bytes 1-10/20".into(),
         },
         ErrorKind::Truncated {
             expected: 10,
             got: 5,
         },
-        ErrorKind::Status {
+        ErrorKind::Rejected {
+            protocol: "HTTP",
             code: 404,
-            reason: Some("Not Found".into()),
+            text: Some("Not Found".into()),
+            transient: false,
         },
-        ErrorKind::Status {
-            code: 500,
-            reason: None,
+        ErrorKind::Rejected {
+            protocol: "SFTP",
+            code: 2,
+            text: None,
+            transient: false,
         },
         ErrorKind::Timeout {
             phase: TimeoutPhase::IdleRead,
@@ -72,7 +76,7 @@ fn no_error_kind_shows_debug_output() {
 
 #[test]
 fn no_engine_error_shows_debug_output() {
-    let pair = vec![("http://h/x".to_owned(), "status 404 Not Found".to_owned())];
+    let pair = vec![("http://h/x".to_owned(), "HTTP 404 Not Found".to_owned())];
     for e in [
         EngineError::NoSources,
         EngineError::NoUsableSource(pair.clone()),

@@ -100,7 +100,7 @@ async fn settle() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_remembered_count_of_four_opens_three_sessions_while_probing() {
     let f = fake(usize::MAX);
     let engine = Engine::new(EngineOptions::default());
@@ -113,7 +113,7 @@ async fn a_remembered_count_of_four_opens_three_sessions_while_probing() {
     assert_eq!(f.finished.load(Ordering::SeqCst), 3);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_session_still_opening_when_the_transfer_may_start_is_aborted() {
     let f = fake(1);
     let engine = Engine::new(EngineOptions::default());
@@ -129,7 +129,7 @@ async fn a_session_still_opening_when_the_transfer_may_start_is_aborted() {
     assert_eq!(f.aborted.load(Ordering::SeqCst), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn without_a_remembered_count_nothing_is_opened_ahead() {
     let f = fake(usize::MAX);
     let engine = Engine::new(EngineOptions::default());
@@ -144,7 +144,7 @@ async fn without_a_remembered_count_nothing_is_opened_ahead() {
     assert_eq!(f.prepared.load(Ordering::SeqCst), 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_fixed_count_of_four_opens_three_sessions_while_probing_and_does_not_prime() {
     let f = fake(usize::MAX);
     let opts = EngineOptions {
@@ -165,7 +165,7 @@ async fn a_fixed_count_of_four_opens_three_sessions_while_probing_and_does_not_p
     assert_eq!(f.finished.load(Ordering::SeqCst), 3);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn no_more_sessions_are_opened_ahead_than_the_per_host_ceiling_lets_a_source_use() {
     let f = fake(usize::MAX);
     let engine = Engine::new(EngineOptions {

@@ -179,7 +179,7 @@ async fn transfer(steady: &Arc<Fake>, other: &Arc<Fake>, cancel_grace: Duration)
     report
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_transfer_holding_every_byte_does_not_wait_for_a_fetch_stuck_on_a_hung_server() {
     let steady = Fake::new(Behaviour::Steady);
     let hung = Fake::new(Behaviour::Hangs);
@@ -205,7 +205,7 @@ async fn a_transfer_holding_every_byte_does_not_wait_for_a_fetch_stuck_on_a_hung
     assert_eq!(hung.dropped.load(Ordering::SeqCst), fetches);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_fetch_the_scheduler_gives_up_on_reaches_its_scheme_abandoned() {
     let steady = Fake::new(Behaviour::Steady);
     let silent = Fake::new(Behaviour::Silent);

@@ -69,13 +69,15 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use hydra_core::{Scheduler, SourceId};
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
-use super::{changed, EngineError, ProbedSource};
+use super::{EngineError, ProbedSource};
+use crate::agreement::{Size, Time};
 use crate::error::SchemeError;
 use crate::probe::Probe;
 
@@ -473,6 +475,25 @@ fn unchanged(s: &ProbedSource, now: &Probe) -> Result<(), EngineError> {
         )),
         None => Ok(()),
     }
+}
+
+/// What differs between a source's probe and a later look at it, if anything, in words.
+fn changed(was: &Probe, now: &Probe) -> Option<String> {
+    if was.same_object(now) {
+        return None;
+    }
+    if was.size != now.size {
+        return Some(format!("size {} became {}", Size(was.size), Size(now.size)));
+    }
+    if let (Some(a), Some(b)) = (&was.validator, &now.validator) {
+        if a != b {
+            return Some(format!("validator {a} became {b}"));
+        }
+    }
+    Some(match (was.last_modified, now.last_modified) {
+        (Some(a), Some(b)) => format!("modification time {} became {}", Time(a), Time(b)),
+        _ => "the object differs".to_owned(),
+    })
 }
 
 impl Drop for ClosingChecks {

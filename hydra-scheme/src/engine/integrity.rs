@@ -32,7 +32,8 @@ use hydra_core::{ByteRange, FetchId, RangeSet, Scheduler, SourceId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// How many bytes before its range a stream is asked to start, to prove its offset.
 pub(crate) const PROOF_BYTES: u64 = 64;

@@ -1,0 +1,157 @@
+//! The sources a transfer is given, the sessions opened ahead for them, and what their probes
+//! saw.
+
+use crate::endpoint::Endpoint;
+use crate::error::SchemeError;
+use crate::probe::Probe;
+use crate::scheme::Scheme;
+use hydra_core::{Capabilities, Config, Remembered, SourceSpec};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A source given to the engine: where, which scheme serves it, and what an earlier transfer
+/// learned about its host.
+#[derive(Clone)]
+pub struct SourceInput {
+    /// The source's endpoint.
+    pub endpoint: Endpoint,
+    /// The scheme that serves it.
+    pub scheme: Arc<dyn Scheme>,
+    /// The connection count an earlier search found on this host ([`SourceSpec::remembered`],
+    /// [`Report::learned`](super::Report::learned)); `None` to search from the start.
+    pub remembered: Option<Remembered>,
+}
+
+impl SourceInput {
+    /// `endpoint`, served by `scheme`, with nothing remembered.
+    pub fn new(endpoint: Endpoint, scheme: Arc<dyn Scheme>) -> Self {
+        SourceInput {
+            endpoint,
+            scheme,
+            remembered: None,
+        }
+    }
+
+    /// Probes the source, primed or not ([`Scheme::probe_primed`]).
+    pub async fn probe(&self, primed: bool) -> Result<Probe, SchemeError> {
+        if primed {
+            self.scheme.probe_primed(&self.endpoint).await
+        } else {
+            self.scheme.probe(&self.endpoint).await
+        }
+    }
+
+    /// Starts opening, in the background, the sessions beyond the probe's that this source
+    /// will open at once under `config` ([`Config::opening_level`]: a fixed count, or one
+    /// remembered from an earlier search), each with [`Scheme::prepare`] bounded by
+    /// `timeout`, so that those fetches start with their request. A search with nothing
+    /// remembered opens nothing ahead. Drop the returned guard when the transfer starts: it
+    /// aborts those still opening, so that none holds a session a fetch would then lack.
+    pub fn prepare(&self, config: &Config, timeout: Duration) -> Preparing {
+        let extra = config.opening_level(self.remembered.as_ref()) - 1;
+        self.open_ahead(extra, timeout)
+    }
+
+    /// Starts opening `n` sessions in the background ([`Scheme::prepare`], each bounded by
+    /// `timeout`); dropping the guard aborts those still opening.
+    pub fn open_ahead(&self, n: usize, timeout: Duration) -> Preparing {
+        Preparing(
+            (0..n)
+                .map(|_| {
+                    let (scheme, endpoint) = (self.scheme.clone(), self.endpoint.clone());
+                    tokio::spawn(async move {
+                        match tokio::time::timeout(timeout, scheme.prepare(&endpoint)).await {
+                            Ok(Ok(())) => {}
+                            Ok(Err(e)) => {
+                                tracing::debug!(%endpoint, error = %e, "session not prepared")
+                            }
+                            Err(_) => tracing::debug!(%endpoint, "session prepare timed out"),
+                        }
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Sessions being opened ahead of a transfer ([`SourceInput::prepare`]). Dropping it aborts
+/// those still opening; those already open stay in their scheme's pool.
+#[derive(Debug, Default)]
+pub struct Preparing(Vec<tokio::task::JoinHandle<()>>);
+
+impl Preparing {
+    /// Adds `other`'s sessions to these.
+    pub fn extend(&mut self, mut other: Preparing) {
+        self.0.append(&mut other.0);
+    }
+}
+
+impl Drop for Preparing {
+    fn drop(&mut self) {
+        for h in &self.0 {
+            h.abort();
+        }
+    }
+}
+
+impl fmt::Debug for SourceInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SourceInput")
+            .field("endpoint", &self.endpoint)
+            .field("scheme", &self.scheme.name())
+            .field("remembered", &self.remembered)
+            .finish()
+    }
+}
+
+/// A source that answered its probe and agrees with the others.
+#[derive(Clone)]
+pub struct ProbedSource {
+    /// The source.
+    pub input: SourceInput,
+    /// What its probe saw.
+    pub probe: Probe,
+}
+
+impl fmt::Debug for ProbedSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProbedSource")
+            .field("input", &self.input)
+            .field("probe", &self.probe)
+            .finish()
+    }
+}
+
+/// The result of [`Engine::probe`](super::Engine::probe).
+#[derive(Debug, Clone)]
+pub struct Probed {
+    /// The object's size.
+    pub size: u64,
+    /// The sources that agree, in the order given.
+    pub sources: Vec<ProbedSource>,
+    /// Sources left out, with why (their probe failed, or they disagree).
+    pub dropped: Vec<(String, String)>,
+}
+
+/// Starts [`SourceInput::prepare`] for every source.
+pub fn prepare_all(sources: &[SourceInput], config: &Config, timeout: Duration) -> Preparing {
+    let mut all = Preparing::default();
+    for s in sources {
+        all.extend(s.prepare(config, timeout));
+    }
+    all
+}
+
+/// The scheduler's view of a probed source: its scheme's capabilities (no ranges if the probe
+/// saw none) and the setup cost and round trip the probe measured.
+pub(super) fn spec_of(s: &ProbedSource) -> SourceSpec {
+    let mut caps: Capabilities = s.input.scheme.capabilities();
+    caps.ranged &= s.probe.ranged;
+    SourceSpec {
+        setup: Some(s.probe.connect + s.probe.first_byte),
+        rtt: Some(s.probe.first_byte),
+        remembered: s.input.remembered,
+        ..SourceSpec::new(caps)
+    }
+}
