@@ -109,7 +109,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             };
             let stop = (t_end - last).as_secs_f64() / rtt.as_secs_f64();
             let setup = (first - t0).as_secs_f64() / rtt.as_secs_f64();
-            let replies = scheme.stops().last().map(|s| s.replies.clone());
+            let replies = scheme.recent_stops().last().map(|s| s.replies.clone());
             println!(
                 "{:<10} {i:>5}  {stop:>9.2}  {setup:>10.2}  {after:>12}  {replies:?}",
                 format!("{method:?}")

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use hydra_scheme::{Credentials, Target};
+use hydra_scheme::proxy::ProxyRules;
 use rustls::pki_types::CertificateDer;
 
 /// How a range that must end before the server's end of file is stopped. FTP has no way to
@@ -48,15 +48,6 @@ pub enum FtpsMode {
     Explicit,
 }
 
-/// A SOCKS5 proxy for control and data connections.
-#[derive(Debug, Clone)]
-pub struct Socks5Proxy {
-    /// Its address.
-    pub proxy: Target,
-    /// User/password authentication, when required.
-    pub credentials: Option<Credentials>,
-}
-
 /// Options of [`FtpScheme`](crate::FtpScheme). Every field has a default
 /// ([`FtpOptions::default`]):
 ///
@@ -74,8 +65,8 @@ pub struct Socks5Proxy {
 /// | `revalidate_after` | 0 s: every `RETR` is preceded by `SIZE` and `MDTM` (two round trips; the probe's own on the session that takes it, or the one a session opened ahead read after its login, if under [`FRESH_CHECK`](crate::FRESH_CHECK) old), because a file replaced between two ranges must never be spliced; raise it to trade that guarantee for setup cost |
 /// | `anonymous_password` | `hydra@` |
 /// | `ftps` | [`FtpsMode::Never`] (`ftps://` URLs use explicit FTPS) |
-/// | `extra_roots` | none (built-in `webpki-roots` are always trusted) |
-/// | `socks5` | none |
+/// | `extra_roots` | none (the platform's trust store is always trusted) |
+/// | `proxy` | [`ProxyRules::direct`] |
 #[derive(Clone)]
 pub struct FtpOptions {
     /// Deadline for opening a logged-in session.
@@ -103,11 +94,13 @@ pub struct FtpOptions {
     pub anonymous_password: String,
     /// Explicit FTPS on every session.
     pub ftps: FtpsMode,
-    /// Roots trusted for FTPS in addition to the built-in Mozilla set.
+    /// Roots trusted for FTPS in addition to the platform's store (as for HTTPS).
     pub extra_roots: Vec<CertificateDer<'static>>,
-    /// Route control and data connections through this SOCKS5 proxy. The data connection goes
-    /// to the endpoint's host name (resolved by the proxy) at the passive reply's port only.
-    pub socks5: Option<Socks5Proxy>,
+    /// Which sessions go through which proxy (SOCKS5 or HTTP `CONNECT`; an `https://` proxy
+    /// cannot carry FTP). A session's data connections take its control connection's route:
+    /// through a proxy they go to the endpoint's host name (resolved by the proxy) at the
+    /// passive reply's port only.
+    pub proxy: ProxyRules,
 }
 
 impl std::fmt::Debug for FtpOptions {
@@ -125,7 +118,7 @@ impl std::fmt::Debug for FtpOptions {
             .field("revalidate_after", &self.revalidate_after)
             .field("ftps", &self.ftps)
             .field("extra_roots", &self.extra_roots.len())
-            .field("socks5", &self.socks5)
+            .field("proxy", &self.proxy)
             .finish_non_exhaustive()
     }
 }
@@ -146,7 +139,7 @@ impl Default for FtpOptions {
             anonymous_password: "hydra@".to_owned(),
             ftps: FtpsMode::Never,
             extra_roots: Vec::new(),
-            socks5: None,
+            proxy: ProxyRules::direct(),
         }
     }
 }

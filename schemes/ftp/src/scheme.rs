@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -19,6 +18,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use crate::options::{FtpOptions, FtpsMode, StopMethod};
 use crate::pool::Pool;
 use crate::session::{self, is_stale, map_ftp, timed, Dialer, Facts, HostKey, Session, Transfer};
+use crate::stats::{FtpStats, Stats, StopRecord};
 
 /// Round trips a drop-data stop costs, measured by `examples/preempt_cost.rs` (libunftp
 /// behind a faultnet link, RTT 100 ms): 0.58 RTT from the last byte below the bound until every
@@ -62,9 +62,7 @@ pub struct FtpScheme {
     dialer: Dialer,
     tls: tokio_rustls::TlsConnector,
     pool: Pool,
-    dialled: AtomicU64,
-    reused: AtomicU64,
-    stops: Mutex<Vec<StopRecord>>,
+    stats: Stats,
     /// Hosts a probe found offering `REST`, and whether their `FEAT` listed `MLST`. A transfer
     /// already takes its probe's answer for every session, so a later probe (the engine's
     /// closing re-check) or check before `RETR` on a session that never asked takes it too:
@@ -72,15 +70,6 @@ pub struct FtpScheme {
     /// `REST` is asked again: an answer that wrongly says unranged costs a whole stream from
     /// byte 0.
     rest: Mutex<BTreeMap<HostKey, bool>>,
-}
-
-/// One early stop: how, and the reply codes consumed in arrival order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StopRecord {
-    /// The method used.
-    pub method: StopMethod,
-    /// The codes of the replies read (e.g. `[226, 426]` for libunftp after `ABOR`).
-    pub replies: Vec<u16>,
 }
 
 impl std::fmt::Debug for FtpScheme {
@@ -93,19 +82,18 @@ impl std::fmt::Debug for FtpScheme {
 }
 
 impl FtpScheme {
-    /// Over TCP, or through `options.socks5` when set. Fails only when `extra_roots` holds an
+    /// Over TCP, directly or through the proxy `options.proxy` chooses per source. Fails only when `extra_roots` holds an
     /// unusable certificate.
     pub fn new(options: FtpOptions) -> io::Result<Self> {
         Ok(FtpScheme {
             dialer: Dialer {
-                socks5: options.socks5.clone(),
+                rules: std::sync::Arc::new(options.proxy.clone()),
             },
             tls: session::tls_connector(&options)?,
-            pool: Pool::new(options.max_sessions_per_host, options.pool_idle_timeout),
+            pool: Pool::new(options.pool_idle_timeout)
+                .ceiling_per_host(options.max_sessions_per_host),
             options,
-            dialled: AtomicU64::new(0),
-            reused: AtomicU64::new(0),
-            stops: Mutex::new(Vec::new()),
+            stats: Stats::default(),
             rest: Mutex::new(BTreeMap::new()),
         })
     }
@@ -115,23 +103,30 @@ impl FtpScheme {
         self.pool.idle_count()
     }
 
-    /// Sessions dialled so far (probe included).
+    /// Counters since construction.
+    pub fn stats(&self) -> FtpStats {
+        self.stats.snapshot()
+    }
+
+    /// Sessions dialled so far (probe included): `stats().sessions_dialled`.
     pub fn sessions_dialled(&self) -> u64 {
-        self.dialled.load(Ordering::Relaxed)
+        self.stats().sessions_dialled
     }
 
-    /// Fetches that started on a pooled session.
+    /// Fetches that started on a pooled session: `stats().sessions_reused`.
     pub fn sessions_reused(&self) -> u64 {
-        self.reused.load(Ordering::Relaxed)
+        self.stats().sessions_reused
     }
 
-    /// Every early stop so far, oldest first.
-    pub fn stops(&self) -> Vec<StopRecord> {
-        self.stops.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    /// The last [`RECENT_STOPS`](crate::RECENT_STOPS) completed early stops, oldest first.
+    pub fn recent_stops(&self) -> Vec<StopRecord> {
+        self.stats.recent_stops()
     }
 
     /// Pools a fetch's session for the next fetch on `slot`, unless the engine abandoned the
     /// fetch (it stalled or collapsed: [`RangeBound::abandon`](hydra_scheme::RangeBound::abandon)).
+    /// Called only when no reply is owed on the control connection (the pool-safety rule of
+    /// `pool.rs`): after the transfer's `226`, or after a stop that read every reply it owes.
     fn give_back(&self, s: Session, writer: &RangeWriter, slot: ConnId) {
         if !writer.bound().is_abandoned() {
             self.pool.put(s, Some(slot));
@@ -186,7 +181,7 @@ impl FtpScheme {
         key: HostKey,
         permit: OwnedSemaphorePermit,
     ) -> Result<Session, ErrorKind> {
-        self.dialled.fetch_add(1, Ordering::Relaxed);
+        self.stats.dialled();
         session::open(ep, key, permit, &self.options, &self.dialer, &self.tls).await
     }
 
@@ -239,7 +234,13 @@ impl FtpScheme {
                     self.pool.put(s, None);
                     return Ok(p);
                 }
-                Err(ErrorKind::Io(_) | ErrorKind::Timeout { .. }) => {
+                Err(
+                    ErrorKind::Io(_)
+                    | ErrorKind::Timeout { .. }
+                    | ErrorKind::Rejected {
+                        transient: true, ..
+                    },
+                ) => {
                     tracing::debug!("pooled FTP session was stale; dialling for the probe");
                 }
                 Err(e) => return Err(e),
@@ -323,7 +324,11 @@ impl FtpScheme {
             })
             .await;
             match r {
-                Err(ErrorKind::Protocol(m)) if m.starts_with("FTP reply 5") => {
+                Err(
+                    e @ ErrorKind::Rejected {
+                        code: 500..=599, ..
+                    },
+                ) => {
                     // A 5xx here answered EPSV, REST or RETR. When a REST was sent, ask it
                     // alone (error path only): a server that refuses it cannot serve ranges,
                     // and its refusal must not pass for a missing EPSV.
@@ -331,9 +336,15 @@ impl FtpScheme {
                         self.rest_alone(s, start).await?;
                     }
                     // A server without EPSV says 500/502 to it: fall back to PASV once.
-                    let no_epsv = m.starts_with("FTP reply 500") || m.starts_with("FTP reply 502");
+                    let no_epsv = matches!(
+                        e,
+                        ErrorKind::Rejected {
+                            code: 500 | 502,
+                            ..
+                        }
+                    );
                     if !(attempt == 0 && self.options.passive == crate::Passive::Epsv && no_epsv) {
-                        return Err(ErrorKind::Protocol(m));
+                        return Err(e);
                     }
                     s.ftp.set_mode(Mode::Passive);
                 }
@@ -378,7 +389,7 @@ impl FtpScheme {
                 .acquire(&ep, &key, Some(req.slot), allow_pooled)
                 .await?;
             if reused {
-                self.reused.fetch_add(1, Ordering::Relaxed);
+                self.stats.reused();
             }
             if reused && s.takes_fresh_check() {
                 // It takes a check already read (the probe's, or one read when the session
@@ -509,16 +520,22 @@ impl FtpScheme {
         }
         // Stopped before the end of the file (the range's end, or a shrink): stop the server.
         let method = self.options.stop;
+        let t0 = Instant::now();
         match s.stop(transfer, method, stop_timeout).await {
             Ok(replies) => {
                 tracing::debug!(?method, ?replies, "transfer stopped");
-                self.stops
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(StopRecord { method, replies });
+                let took = t0.elapsed();
+                self.stats.stopped(StopRecord {
+                    method,
+                    replies,
+                    took,
+                });
                 self.give_back(s, writer, req.slot);
             }
-            Err(e) => tracing::debug!(error = %e, "stopping failed; session dropped"),
+            Err(e) => {
+                tracing::debug!(error = %e, "stopping failed; session dropped");
+                self.stats.stop_failed(method, t0.elapsed());
+            }
         }
         Ok(writer.outcome_at_bound())
     }
@@ -529,8 +546,10 @@ impl FtpScheme {
 /// could); the reply is kept in the message.
 fn rest_refused(e: suppaftp::FtpError, start: u64) -> ErrorKind {
     match map_ftp(e) {
-        ErrorKind::Protocol(m) if m.starts_with("FTP reply 5") => ErrorKind::Protocol(format!(
-            "REST {start} refused ({m}): the server cannot resume, so it cannot serve ranges"
+        e @ ErrorKind::Rejected {
+            code: 500..=599, ..
+        } => ErrorKind::Protocol(format!(
+            "REST {start} refused ({e}): the server cannot resume, so it cannot serve ranges"
         )),
         other => other,
     }
@@ -579,18 +598,20 @@ impl Scheme for FtpScheme {
         &["ftp", "ftps"]
     }
 
+    fn transport(&self) -> hydra_scheme::Transport {
+        // Passive data connections go to the address the server announces in `227`/`229`.
+        hydra_scheme::Transport::TcpWithAnnouncedData
+    }
+
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            ranged: true,
-            client_bounded_ranges: false,
-            preempt_cost_rtt: match self.options.stop {
-                StopMethod::DropData => PREEMPT_COST_RTT_DROP_DATA,
-                StopMethod::Abor => PREEMPT_COST_RTT_ABOR,
-            },
-            has_validators: false,
-            pipelined: false,
-            max_connections_per_host: Some(self.options.max_sessions_per_host.max(1)),
-        }
+        let stop = match self.options.stop {
+            StopMethod::DropData => PREEMPT_COST_RTT_DROP_DATA,
+            StopMethod::Abor => PREEMPT_COST_RTT_ABOR,
+        };
+        Capabilities::new()
+            .with_ranged(true)
+            .with_preempt_cost_rtt(stop)
+            .with_max_connections_per_host(Some(self.options.max_sessions_per_host.max(1)))
     }
 
     async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {

@@ -10,14 +10,15 @@ use std::time::{Duration, Instant, SystemTime};
 
 use chrono::NaiveDateTime;
 
-use hydra_scheme::{Endpoint, ErrorKind, TimeoutPhase};
+use hydra_scheme::proxy::{dial_tcp, ProxyRules, Route};
+use hydra_scheme::{Endpoint, ErrorKind, Target, TimeoutPhase};
 use suppaftp::tokio::{AsyncRustlsConnector, AsyncRustlsFtpStream, TransferStream};
 use suppaftp::types::{FileType, Response};
 use suppaftp::{FtpError, FtpResult, Mode, Status};
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::options::{FtpOptions, Passive, PasvHost, Socks5Proxy, StopMethod};
+use crate::options::{FtpOptions, Passive, PasvHost, StopMethod};
 
 /// The suppaftp client type. One type for plain and TLS sessions: a plain session simply never
 /// calls `into_secure`.
@@ -78,57 +79,24 @@ pub(crate) struct Facts {
     pub mdtm: Option<(String, SystemTime)>,
 }
 
-/// Opens TCP streams to the control and data ports: directly or through SOCKS5. suppaftp
-/// needs a `tokio::net::TcpStream` for both, so the SOCKS5 handshake is run on one and the
-/// stream handed over once the tunnel is up (`Socks5Stream::into_inner`).
+/// Chooses each session's route (direct, or through the proxy its rules pick for the
+/// endpoint) and opens its TCP sockets along it with [`dial_tcp`]: suppaftp needs a
+/// `tokio::net::TcpStream` for the control and every data connection, which SOCKS5 and HTTP
+/// `CONNECT` tunnels are once their handshake is done.
 #[derive(Debug, Clone)]
 pub(crate) struct Dialer {
-    pub socks5: Option<Socks5Proxy>,
-}
-
-impl Dialer {
-    pub async fn dial(&self, host: &str, port: u16) -> io::Result<TcpStream> {
-        let stream = match &self.socks5 {
-            None => TcpStream::connect((host, port)).await?,
-            Some(p) => {
-                use tokio_socks::tcp::Socks5Stream;
-                let socket = TcpStream::connect((p.proxy.host.as_str(), p.proxy.port)).await?;
-                let map = |e: tokio_socks::Error| match e {
-                    tokio_socks::Error::Io(e) => e,
-                    other => io::Error::new(
-                        io::ErrorKind::ConnectionRefused,
-                        format!("SOCKS5 proxy {}: {other}", p.proxy),
-                    ),
-                };
-                let s = match &p.credentials {
-                    Some(c) => Socks5Stream::connect_with_password_and_socket(
-                        socket,
-                        (host, port),
-                        &c.username,
-                        &c.password,
-                    )
-                    .await
-                    .map_err(map)?,
-                    None => Socks5Stream::connect_with_socket(socket, (host, port))
-                        .await
-                        .map_err(map)?,
-                };
-                s.into_inner()
-            }
-        };
-        stream.set_nodelay(true)?;
-        Ok(stream)
-    }
+    pub rules: Arc<ProxyRules>,
 }
 
 /// The passive stream builder: where the data connection goes.
 ///
 /// * Direct: to the reply's address, if it is the control connection's peer; otherwise per
 ///   [`PasvHost`] (refused by default: FTP bounce). `EPSV` always names the peer.
-/// * SOCKS5: to the endpoint's host name (resolved by the proxy) at the reply's port only —
-///   the reply's host is never used, so no bounce is possible.
+/// * Through a proxy (the control connection's route): to the endpoint's host name (resolved
+///   by the proxy) at the reply's port only — the reply's host is never used, so no bounce is
+///   possible.
 fn passive_builder(
-    dialer: Dialer,
+    route: Route,
     host: String,
     peer: IpAddr,
     policy: PasvHost,
@@ -137,12 +105,12 @@ fn passive_builder(
        + Sync
        + 'static {
     move |addr: SocketAddr| {
-        let dialer = dialer.clone();
+        let route = route.clone();
         let host = host.clone();
         // Spawned so that the returned future is Sync whatever the connect futures are.
         let task = tokio::spawn(async move {
-            if dialer.socks5.is_some() {
-                return dialer.dial(&host, addr.port()).await;
+            if route.proxy().is_some() {
+                return dial_tcp(&route, &Target::new(host, addr.port())).await;
             }
             let target = if addr.ip() == peer {
                 addr
@@ -171,21 +139,15 @@ fn passive_builder(
     }
 }
 
-/// Builds the rustls connector for FTPS (ring provider, `webpki-roots` plus `extra_roots`).
-/// The same config serves the control and every data connection, so TLS sessions resume
-/// (servers that require session reuse on the data connection accept it).
+/// Builds the rustls connector for FTPS from the configuration HTTPS uses too
+/// ([`hydra_scheme::client_config`]: the platform's roots plus `extra_roots`, worded
+/// certificate refusals). The same config serves the control and every data connection, so
+/// TLS sessions resume (servers that require session reuse on the data connection accept it).
 pub(crate) fn tls_connector(options: &FtpOptions) -> io::Result<tokio_rustls::TlsConnector> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    for c in &options.extra_roots {
-        roots.add(c.clone()).map_err(io::Error::other)?;
-    }
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(io::Error::other)?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let config = hydra_scheme::client_config(&hydra_scheme::TlsOptions {
+        extra_roots: options.extra_roots.clone(),
+        ..hydra_scheme::TlsOptions::default()
+    })?;
     Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
 }
 
@@ -200,8 +162,8 @@ pub(crate) async fn open(
     tls: &tokio_rustls::TlsConnector,
 ) -> Result<Session, ErrorKind> {
     let setup = async {
-        let tcp = dialer
-            .dial(&key.host, key.port)
+        let route = dialer.rules.route(ep.url_scheme(), &key.host, key.port);
+        let tcp = dial_tcp(&route, &Target::new(key.host.clone(), key.port))
             .await
             .map_err(ErrorKind::Io)?;
         let peer = tcp.peer_addr().map_err(ErrorKind::Io)?.ip();
@@ -214,7 +176,7 @@ pub(crate) async fn open(
                 .map_err(map_ftp)?;
         }
         ftp = ftp.passive_stream_builder(passive_builder(
-            dialer.clone(),
+            route,
             key.host.clone(),
             peer,
             options.pasv_host,
@@ -523,9 +485,9 @@ fn reply_text(r: &Response) -> String {
 ///
 /// * `421` (service not available) and `530` (not logged in: also how many servers say "too
 ///   many users") → `Refused`: back off and retry later;
-/// * other 4xx (RFC 959's transient negative completion) → `Io` (transient);
-/// * 5xx (permanent negative completion) → `Protocol` with the code and text (fatal). The
-///   contract's `Status` variant is not used: it classifies 5xx as transient (HTTP's meaning);
+/// * other 4xx (RFC 959's transient negative completion) → `Rejected`, transient;
+/// * 5xx (permanent negative completion) → `Rejected`, fatal;
+/// * any other unexpected reply → `Protocol` with the code and text (fatal);
 /// * a refused passive host → `Protocol` (fatal: the server points us elsewhere);
 /// * connection and TLS errors → `Io` / `Protocol` (certificate failures are fatal).
 pub(crate) fn map_ftp(e: FtpError) -> ErrorKind {
@@ -535,7 +497,12 @@ pub(crate) fn map_ftp(e: FtpError) -> ErrorKind {
             let text = reply_text(&r);
             match c {
                 421 | 530 => ErrorKind::Refused { retry_after: None },
-                400..=499 => ErrorKind::Io(io::Error::other(format!("FTP reply {c} {text}"))),
+                400..=599 => ErrorKind::Rejected {
+                    protocol: "FTP",
+                    code: u32::from(c),
+                    text: (!text.is_empty()).then_some(text),
+                    transient: c < 500,
+                },
                 _ => ErrorKind::Protocol(format!("FTP reply {c} {text}")),
             }
         }
@@ -543,7 +510,9 @@ pub(crate) fn map_ftp(e: FtpError) -> ErrorKind {
             ErrorKind::Protocol(format!("{e}: refused (FTP bounce)"))
         }
         FtpError::ConnectionError(e) => ErrorKind::Io(e),
-        FtpError::SecureError(m) => ErrorKind::Protocol(format!("TLS: {m}")),
+        FtpError::SecureError(m) => {
+            ErrorKind::Protocol(format!("TLS: {}", hydra_scheme::tls::worded(&m)))
+        }
         FtpError::BadResponse => ErrorKind::Protocol("unparsable FTP reply".into()),
         other => ErrorKind::Protocol(other.to_string()),
     }
@@ -553,7 +522,7 @@ pub(crate) fn map_ftp(e: FtpError) -> ErrorKind {
 /// the server while idle, or out of step): the fetch may retry once on a fresh one.
 pub(crate) fn is_stale(e: &ErrorKind) -> bool {
     match e {
-        ErrorKind::Io(io) => !io.to_string().starts_with("FTP reply"),
+        ErrorKind::Io(_) => true,
         ErrorKind::Protocol(m) => m.starts_with("FTP reply 2") || m.starts_with("unparsable"),
         _ => false,
     }
@@ -567,13 +536,27 @@ mod tests {
     fn a_reply_code_suppaftp_does_not_know_is_read_from_the_reply() {
         let r = Response::new(Status::Unknown, b"534 TLS required\r\n".to_vec());
         assert_eq!(code(&r), 534);
+        let kind = map_ftp(FtpError::UnexpectedResponse(r));
         assert!(
-            matches!(map_ftp(FtpError::UnexpectedResponse(r)), ErrorKind::Protocol(m) if m == "FTP reply 534 TLS required")
+            matches!(
+                &kind,
+                ErrorKind::Rejected {
+                    code: 534,
+                    transient: false,
+                    ..
+                }
+            ),
+            "{kind:?}"
         );
+        assert_eq!(kind.to_string(), "FTP 534 TLS required");
         let r = Response::new(Status::Unknown, b"431 busy\r\n".to_vec());
         assert!(matches!(
             map_ftp(FtpError::UnexpectedResponse(r)),
-            ErrorKind::Io(_)
+            ErrorKind::Rejected {
+                code: 431,
+                transient: true,
+                ..
+            }
         ));
         let r = Response::new(Status::NotAvailable, b"421 bye\r\n".to_vec());
         assert_eq!(code(&r), 421);
@@ -649,7 +632,7 @@ mod fuzz {
         );
         assert_eq!(
             map_ftp(FtpError::UnexpectedResponse(r)).to_string(),
-            "protocol violation: FTP reply 550 no such[2J file"
+            "FTP 550 no such[2J file"
         );
     }
 
@@ -685,9 +668,13 @@ mod fuzz {
             let shown = kind.to_string();
             prop_assert!(!shown.chars().any(char::is_control), "{shown:?}");
             let _ = is_stale(&kind);
-            if let ErrorKind::Protocol(m) = &kind {
-                let prefix = format!("FTP reply {c}");
-                prop_assert!(m.starts_with(&prefix), "{m:?}");
+            match &kind {
+                ErrorKind::Protocol(m) => {
+                    let prefix = format!("FTP reply {c}");
+                    prop_assert!(m.starts_with(&prefix), "{m:?}");
+                }
+                ErrorKind::Rejected { code, .. } => prop_assert_eq!(*code, u32::from(c)),
+                _ => {}
             }
         }
     }

@@ -226,11 +226,14 @@ async fn lowering_the_bound_stops_the_data_transfer_and_the_control_connection_i
             &sink.contents()[..end as usize],
             object_bytes(11, ByteRange::new(0, end))
         );
-        let stops = s.stops();
+        let stops = s.recent_stops();
         assert_eq!(stops.len(), 1, "{method:?}");
         assert_eq!(stops[0].method, method);
         let want = if method == StopMethod::Abor { 2 } else { 1 };
         assert_eq!(stops[0].replies.len(), want, "{method:?}: {stops:?}");
+        let totals = s.stats().stops(method);
+        assert_eq!((totals.completed, totals.failed), (1, 0), "{method:?}");
+        assert_eq!(totals.replies, want as u64, "{method:?}");
         // The same control connection carries the next range, from the right offset.
         let r = ByteRange::new(end, end + 50_000);
         let out = fetch(&s, &o.url(), &p, r, 0, &sink, None).await;
@@ -288,8 +291,14 @@ async fn both_abort_reply_orders_leave_the_control_connection_usable() {
                 object_bytes(3, ByteRange::new(0, 2000))
             );
             assert_eq!(s.sessions_dialled(), 1, "{order:?} {method:?}");
-            let stops = s.stops();
+            let stops = s.recent_stops();
             assert_eq!(stops.len(), 2);
+            let totals = s.stats().stops(method);
+            assert_eq!(
+                (totals.completed, totals.failed),
+                (2, 0),
+                "{order:?} {method:?}"
+            );
             if method == StopMethod::Abor {
                 let want = match order {
                     AbortOrder::Rfc426Then226 => vec![426, 226],

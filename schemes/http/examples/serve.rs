@@ -5,13 +5,24 @@
 //!
 //! SIZE accepts `k`, `M`, `G` (powers of 1000) and `Ki`, `Mi`, `Gi`; RATE (optional) limits
 //! each response to that many bytes per second. Prints the object's URL and serves until
-//! killed.
+//! killed. `SERVE_CORRUPT=LENGTH/EVERY` damages one piece of LENGTH bytes in EVERY
+//! ([`Misbehaviour::corrupt_pieces`]).
 
-use hydra_scheme_http::origin::{Misbehaviour, Origin, OriginConfig};
+use hydra_scheme_http::origin::{CorruptPieces, Misbehaviour, Origin, OriginConfig};
 
 /// A byte count as faultnet's scenario files write one (`24MB`, `64MiB`, `1300k`).
 fn size(s: &str) -> Option<u64> {
     s.parse::<faultnet::units::ByteSize>().ok().map(|b| b.0)
+}
+
+/// `SERVE_CORRUPT=LENGTH/EVERY`, when set.
+fn corrupt() -> Option<CorruptPieces> {
+    let v = std::env::var("SERVE_CORRUPT").ok()?;
+    let (length, every) = v.split_once('/')?;
+    Some(CorruptPieces {
+        length: size(length)?,
+        every: every.parse().ok()?,
+    })
 }
 
 #[tokio::main]
@@ -31,6 +42,7 @@ async fn main() {
             seed,
             misbehaviour: Misbehaviour {
                 rate_limit: rate,
+                corrupt_pieces: corrupt(),
                 ..Misbehaviour::default()
             },
         },

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use hydra_scheme::{Credentials, Target, TlsOptions};
+use hydra_scheme::proxy::ProxyRules;
+use hydra_scheme::TlsOptions;
 
 /// Options of [`HttpScheme`](crate::HttpScheme). Every field has a default
 /// ([`HttpOptions::default`]):
@@ -18,7 +19,7 @@ use hydra_scheme::{Credentials, Target, TlsOptions};
 /// | `max_idle_per_origin` | 16 |
 /// | `user_agent` | `hydra/<version>` |
 /// | `tls` | built-in roots, verification on, ALPN `http/1.1` |
-/// | `socks5` | none |
+/// | `proxy` | [`ProxyRules::direct`] |
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     /// Deadline for opening a session.
@@ -39,17 +40,9 @@ pub struct HttpOptions {
     pub user_agent: String,
     /// TLS settings for `https`.
     pub tls: TlsOptions,
-    /// Route every connection through this SOCKS5 proxy (host names resolved by the proxy).
-    pub socks5: Option<Socks5Proxy>,
-}
-
-/// A SOCKS5 proxy.
-#[derive(Debug, Clone)]
-pub struct Socks5Proxy {
-    /// Its address.
-    pub proxy: Target,
-    /// User/password authentication, when required.
-    pub credentials: Option<Credentials>,
+    /// Which connections go through which proxy (SOCKS5 or HTTP `CONNECT`; host names resolved
+    /// by the proxy), per source. `https://` proxies are verified with `tls`'s roots.
+    pub proxy: ProxyRules,
 }
 
 impl Default for HttpOptions {
@@ -67,7 +60,7 @@ impl Default for HttpOptions {
                 alpn: vec![b"http/1.1".to_vec()],
                 ..TlsOptions::default()
             },
-            socks5: None,
+            proxy: ProxyRules::direct(),
         }
     }
 }

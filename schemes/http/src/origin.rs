@@ -83,6 +83,27 @@ pub struct Misbehaviour {
     pub no_validators: bool,
     /// Correct headers and a first burst at full speed, then a trickle.
     pub trickle: Option<Trickle>,
+    /// Serve a wrong byte in some pieces of the object: right headers, right offsets, a copy
+    /// damaged in places (a mirror a piece hash catches).
+    pub corrupt_pieces: Option<CorruptPieces>,
+}
+
+/// Damaged pieces: the object in pieces of `length` bytes, of which every `every`-th
+/// (pieces `every - 1`, `2 * every - 1`, ...) has its middle byte inverted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CorruptPieces {
+    /// Bytes per piece (at least one).
+    pub length: u64,
+    /// One piece in this many is damaged (at least one).
+    pub every: u64,
+}
+
+impl CorruptPieces {
+    /// Whether object byte `p` is the damaged byte of a piece.
+    pub fn damages(&self, p: u64) -> bool {
+        let (length, every) = (self.length.max(1), self.every.max(1));
+        p % length == length / 2 && (p / length) % every == every - 1
+    }
 }
 
 /// A body that slows to a trickle part way.
@@ -392,6 +413,9 @@ fn respond(state: &State, req: &Request<Incoming>, nth: u64) -> Response<ObjectB
     let partial = status == StatusCode::PARTIAL_CONTENT;
     let shift = mis.shifted_body.filter(|_| partial).unwrap_or(0);
     let mut body = ObjectBody::generated(object.seed, range, shift);
+    if let Content::Generated { corrupt, .. } = &mut body.content {
+        *corrupt = mis.corrupt_pieces;
+    }
     if mis.gzip_ranges && partial {
         b = b.header(header::CONTENT_ENCODING, "gzip");
         body = ObjectBody::fixed(gzip(&body.bytes_all()));
@@ -481,7 +505,11 @@ fn parse_range(v: &str, size: u64) -> RangeAsk {
 /// Where a body's bytes come from.
 enum Content {
     /// The object's generator: body position `p` carries object byte `p + shift`.
-    Generated { seed: u64, shift: u64 },
+    Generated {
+        seed: u64,
+        shift: u64,
+        corrupt: Option<CorruptPieces>,
+    },
     /// These bytes, body position `p` carrying `bytes[p]`.
     Fixed(Bytes),
 }
@@ -509,7 +537,11 @@ impl ObjectBody {
 
     fn generated(seed: u64, range: ByteRange, shift: u64) -> Self {
         ObjectBody {
-            content: Content::Generated { seed, shift },
+            content: Content::Generated {
+                seed,
+                shift,
+                corrupt: None,
+            },
             pos: range.lo,
             end: range.hi,
             ..Self::empty()
@@ -533,9 +565,20 @@ impl ObjectBody {
     /// Body bytes `[pos, pos + n)`.
     fn bytes(&self, pos: u64, n: u64) -> Bytes {
         match &self.content {
-            Content::Generated { seed, shift } => {
+            Content::Generated {
+                seed,
+                shift,
+                corrupt,
+            } => {
                 let mut buf = Vec::with_capacity(n as usize);
                 fill(*seed, pos + shift, n as usize, &mut buf);
+                if let Some(c) = corrupt {
+                    for (i, b) in buf.iter_mut().enumerate() {
+                        if c.damages(pos + shift + i as u64) {
+                            *b = !*b;
+                        }
+                    }
+                }
                 Bytes::from(buf)
             }
             Content::Fixed(b) => b.slice(pos as usize..(pos + n) as usize),

@@ -1,4 +1,6 @@
-//! The connection pool: idle HTTP/1.1 connections by origin, with slot affinity.
+//! The connection pool: idle HTTP/1.1 connections by origin, in the shared
+//! [`IdlePool`] (slot affinity, idle timeout, at most
+//! [`HttpOptions::max_idle_per_origin`](crate::HttpOptions::max_idle_per_origin) per origin).
 //!
 //! # Pool safety
 //!
@@ -6,16 +8,12 @@
 //! body to a known end, seen no `Connection: close`, and seen HTTP/1.1 — and, for a fetch,
 //! whose range was not shrunk mid-flight (a shrunk fetch stops before the body's end, so the
 //! socket still holds unread bytes that would become the head of the next response). Every
-//! other connection is dropped, and dropping a [`Conn`] aborts its driver task, closing the
+//! other connection is dropped, and dropping a `Conn` aborts its driver task, closing the
 //! socket.
-
-use std::collections::BTreeMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::Empty;
-use hydra_core::ConnId;
+use hydra_scheme::{IdlePool, PoolKey, Pooled};
 use hyper::client::conn::http1::SendRequest;
 use tokio::task::JoinHandle;
 
@@ -42,78 +40,27 @@ impl Drop for Conn {
     }
 }
 
-struct Idle {
-    conn: Conn,
-    slot: Option<ConnId>,
-    since: Instant,
-}
-
 /// Idle connections, by origin.
-pub(crate) struct Pool {
-    idle: Mutex<BTreeMap<OriginKey, Vec<Idle>>>,
-    max_idle_per_origin: usize,
-    idle_timeout: Duration,
+pub(crate) type Pool = IdlePool<Conn>;
+
+impl PoolKey for OriginKey {
+    /// No ceiling is set on HTTP connections: the host is the origin itself.
+    type Host = OriginKey;
+
+    fn host(&self) -> OriginKey {
+        self.clone()
+    }
 }
 
-impl Pool {
-    pub fn new(max_idle_per_origin: usize, idle_timeout: Duration) -> Self {
-        Pool {
-            idle: Mutex::new(BTreeMap::new()),
-            max_idle_per_origin,
-            idle_timeout,
-        }
+impl Pooled for Conn {
+    type Key = OriginKey;
+
+    fn key(&self) -> &OriginKey {
+        &self.key
     }
 
-    /// An idle connection to `key`: the one `slot` used last if there is one, else the most
-    /// recently used. Expired and closed connections are dropped on the way.
-    pub fn take(&self, key: &OriginKey, slot: Option<ConnId>) -> Option<Conn> {
-        let mut idle = self.lock();
-        let list = idle.get_mut(key)?;
-        let now = Instant::now();
-        list.retain(|i| self.usable(i, now));
-        let pick = slot
-            .and_then(|s| list.iter().rposition(|i| i.slot == Some(s)))
-            .or_else(|| list.len().checked_sub(1))?;
-        Some(list.remove(pick).conn)
-    }
-
-    /// Puts back a connection that passed the pool-safety test (see the module doc).
-    pub fn put(&self, conn: Conn, slot: Option<ConnId>) {
-        if conn.sender.is_closed() || self.max_idle_per_origin == 0 {
-            return;
-        }
-        let mut idle = self.lock();
-        let list = idle.entry(conn.key.clone()).or_default();
-        list.push(Idle {
-            conn,
-            slot,
-            since: Instant::now(),
-        });
-        if list.len() > self.max_idle_per_origin {
-            list.remove(0);
-        }
-    }
-
-    /// Idle connections to `key` that [`Pool::take`] could return now.
-    pub fn idle_for(&self, key: &OriginKey) -> usize {
-        let now = Instant::now();
-        self.lock().get(key).map_or(0, |list| {
-            list.iter().filter(|i| self.usable(i, now)).count()
-        })
-    }
-
-    /// Neither expired nor closed at `now`.
-    fn usable(&self, i: &Idle, now: Instant) -> bool {
-        now.duration_since(i.since) < self.idle_timeout && !i.conn.sender.is_closed()
-    }
-
-    /// Number of idle connections.
-    pub fn idle_count(&self) -> usize {
-        self.lock().values().map(Vec::len).sum()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<OriginKey, Vec<Idle>>> {
-        // Invariant: no code panics while holding the lock (Vec/BTreeMap bookkeeping only).
-        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    /// Whether hyper still holds the connection open.
+    fn is_reusable(&self) -> bool {
+        !self.sender.is_closed()
     }
 }

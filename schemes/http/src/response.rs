@@ -40,10 +40,12 @@ pub(crate) fn parse_content_range(v: &str) -> Option<ContentRange> {
 /// The `Content-Range` header, parsed; `Err` carries the raw text (or `none`).
 pub(crate) fn content_range(h: &HeaderMap) -> Result<ContentRange, String> {
     match h.get(header::CONTENT_RANGE) {
-        None => Err("none".to_owned()),
+        None => Err("no Content-Range".to_owned()),
         Some(v) => {
-            let s = v.to_str().map_err(|_| "non-ASCII value".to_owned())?;
-            parse_content_range(s).ok_or_else(|| format!("malformed {s:?}"))
+            let s = v
+                .to_str()
+                .map_err(|_| "non-ASCII Content-Range".to_owned())?;
+            parse_content_range(s).ok_or_else(|| format!("malformed Content-Range {s:?}"))
         }
     }
 }

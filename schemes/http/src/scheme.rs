@@ -6,21 +6,23 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
-use base64::Engine as _;
 use bytes::Bytes;
-use http::{header, HeaderValue, Request, Response, StatusCode, Version};
+use http::{header, Response, StatusCode, Version};
 use http_body_util::{BodyExt, Empty};
 use hydra_core::{ByteRange, Capabilities, ConnId};
+use hydra_scheme::proxy::ProxyConnector;
 use hydra_scheme::{
-    Connector, Endpoint, ErrorKind, FetchOutcome, FetchRequest, Probe, Scheme, SchemeError,
-    Socks5Connector, Target, TcpConnector, TimeoutPhase, TlsConnector, PRIMED_TTL,
+    Connector, Endpoint, ErrorKind, FetchOutcome, FetchRequest, Probe, Scheme, SchemeError, Target,
+    TimeoutPhase, TlsConnector, PRIMED_TTL,
 };
 use hyper::body::{Body as _, Incoming};
 use hyper_util::rt::TokioIo;
 
 use crate::options::HttpOptions;
 use crate::pool::{Conn, OriginKey, Pool};
+use crate::request::{build_request, Ask};
 use crate::response::{self, check_same_object, says_close};
+use crate::stats::{HttpStats, Stats};
 
 /// The HTTP/1.1 scheme: serves `http` and `https`.
 ///
@@ -44,6 +46,7 @@ pub struct HttpScheme {
     tls: Arc<dyn Connector>,
     pool: Pool,
     primed: Arc<Mutex<Primed>>,
+    stats: Stats,
 }
 
 /// Primed probes' responses waiting for the fetch from offset 0 that continues them, by the
@@ -80,48 +83,51 @@ struct Head {
     first_byte: Duration,
 }
 
-/// What to ask for.
-#[derive(Debug, Clone)]
-struct Ask {
-    /// Inclusive `(first, last)` for the `Range` header; `last: None` asks to the end.
-    range: Option<(u64, Option<u64>)>,
-    if_range: Option<HeaderValue>,
-    slot: Option<ConnId>,
-}
-
 /// Largest body drained from a redirect or an error response so its connection can be reused.
 const DRAIN_LIMIT: usize = 64 * 1024;
 
 impl HttpScheme {
-    /// Over TCP, or through `options.socks5` when set.
+    /// Over TCP, directly or through the proxy `options.proxy` chooses per source (`http`
+    /// and `https` sources may use different proxies).
     pub fn new(options: HttpOptions) -> io::Result<Self> {
-        let base: Arc<dyn Connector> = match &options.socks5 {
-            Some(p) => Arc::new(Socks5Connector::new(
-                p.proxy.clone(),
-                p.credentials.clone(),
-                Arc::new(TcpConnector),
-            )),
-            None => Arc::new(TcpConnector),
-        };
-        Self::with_connector(options, base)
+        let rules = Arc::new(options.proxy.clone());
+        let plain = ProxyConnector::over_tcp(rules.clone(), "http", &options.tls);
+        let under_tls = ProxyConnector::over_tcp(rules, "https", &options.tls);
+        let tls = TlsConnector::new(Arc::new(under_tls), &options.tls)?;
+        Ok(Self::from_parts(options, Arc::new(plain), Arc::new(tls)))
     }
 
     /// Over `plain` (e.g. a fault-injecting connector); `https` runs TLS over it.
-    /// `options.socks5` is ignored.
+    /// `options.proxy` is ignored.
     pub fn with_connector(options: HttpOptions, plain: Arc<dyn Connector>) -> io::Result<Self> {
         let tls: Arc<dyn Connector> = Arc::new(TlsConnector::new(plain.clone(), &options.tls)?);
-        Ok(HttpScheme {
-            pool: Pool::new(options.max_idle_per_origin, options.pool_idle_timeout),
+        Ok(Self::from_parts(options, plain, tls))
+    }
+
+    fn from_parts(
+        options: HttpOptions,
+        plain: Arc<dyn Connector>,
+        tls: Arc<dyn Connector>,
+    ) -> Self {
+        HttpScheme {
+            pool: Pool::new(options.pool_idle_timeout)
+                .max_idle_per_key(options.max_idle_per_origin),
             options,
             plain,
             tls,
             primed: Arc::default(),
-        })
+            stats: Stats::default(),
+        }
     }
 
     /// Idle pooled connections (for tests and diagnostics).
     pub fn idle_connections(&self) -> usize {
         self.pool.idle_count()
+    }
+
+    /// Counters since construction.
+    pub fn stats(&self) -> HttpStats {
+        self.stats.snapshot()
     }
 
     /// Sends `ask` to `endpoint`, following redirects; returns the first non-redirect head.
@@ -174,8 +180,15 @@ impl HttpScheme {
             };
             let reused = pooled.is_some();
             let mut conn = match pooled {
-                Some(c) => c,
-                None => self.dial(ep, key.clone()).await?,
+                Some(c) => {
+                    self.stats.reused();
+                    c
+                }
+                None => {
+                    let c = self.dial(ep, key.clone()).await?;
+                    self.stats.dialled();
+                    c
+                }
             };
             let connect = t0.elapsed();
             on_connected(reused);
@@ -225,7 +238,10 @@ impl HttpScheme {
                 if e.kind() == io::ErrorKind::InvalidData {
                     // rustls reports certificate and handshake failures as InvalidData: the
                     // source cannot be trusted, which retrying will not change.
-                    ErrorKind::Protocol(format!("TLS: {e}"))
+                    ErrorKind::Protocol(format!(
+                        "TLS: {}",
+                        hydra_scheme::tls::worded(&e.to_string())
+                    ))
                 } else {
                     ErrorKind::Io(e)
                 }
@@ -297,7 +313,7 @@ impl HttpScheme {
         let status = head.resp.status();
         response::check_identity_encoding(h).map_err(|e| err(ErrorKind::Protocol(e)))?;
         let mismatch = |got: String| {
-            err(ErrorKind::ContentRangeMismatch {
+            err(ErrorKind::WrongRange {
                 asked: ByteRange::new(0, 1),
                 got,
             })
@@ -397,9 +413,11 @@ impl HttpScheme {
             StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => ErrorKind::Refused {
                 retry_after: response::retry_after(h, SystemTime::now()),
             },
-            s => ErrorKind::Status {
-                code: s.as_u16(),
-                reason: s.canonical_reason().map(str::to_owned),
+            s => ErrorKind::Rejected {
+                protocol: "HTTP",
+                code: u32::from(s.as_u16()),
+                text: s.canonical_reason().map(str::to_owned),
+                transient: s.is_server_error() || s == StatusCode::REQUEST_TIMEOUT,
             },
         }
     }
@@ -427,7 +445,7 @@ impl HttpScheme {
         match resp.status() {
             StatusCode::PARTIAL_CONTENT if ask.range.is_some() => {
                 let cr = response::content_range(h)
-                    .map_err(|got| ErrorKind::ContentRangeMismatch { asked, got })?;
+                    .map_err(|got| ErrorKind::WrongRange { asked, got })?;
                 if let Some(t) = cr.total.filter(|&t| t != expect.size) {
                     return Err(ErrorKind::ObjectChanged {
                         detail: format!("size {} became {t}", expect.size),
@@ -435,7 +453,7 @@ impl HttpScheme {
                 }
                 if cr.range != Some((start, hi - 1)) || cr.total.is_none() {
                     let got = content_range_text(h);
-                    return Err(ErrorKind::ContentRangeMismatch { asked, got });
+                    return Err(ErrorKind::WrongRange { asked, got });
                 }
                 check_same_object(expect, h, cr.total)
                     .map_err(|detail| ErrorKind::ObjectChanged { detail })?;
@@ -579,8 +597,11 @@ impl HttpScheme {
 fn content_range_text(h: &http::HeaderMap) -> String {
     h.get(header::CONTENT_RANGE)
         .and_then(|v| v.to_str().ok())
-        .map(|v| v.chars().filter(|c| !c.is_control()).collect())
-        .unwrap_or_else(|| "none".to_owned())
+        .map(|v| {
+            let v: String = v.chars().filter(|c| !c.is_control()).collect();
+            format!("Content-Range: {v}")
+        })
+        .unwrap_or_else(|| "no Content-Range".to_owned())
 }
 
 /// Whether a body that has delivered every byte up to `end` (the object's size) ends there:
@@ -685,70 +706,6 @@ fn origin_key(ep: &Endpoint) -> Result<OriginKey, ErrorKind> {
     })
 }
 
-fn build_request(
-    ep: &Endpoint,
-    ask: &Ask,
-    user_agent: &str,
-) -> Result<Request<Empty<Bytes>>, ErrorKind> {
-    let url = ep.url();
-    let path = &url[url::Position::BeforePath..url::Position::AfterQuery];
-    let path = if path.is_empty() { "/" } else { path };
-    let host = match url.port() {
-        Some(p) => format!("{}:{p}", ep.host()),
-        None => ep.host().to_owned(),
-    };
-    let bad = |what: &str| ErrorKind::Unsupported(format!("invalid {what}"));
-    let mut b = Request::get(path)
-        .header(header::HOST, host)
-        .header(header::USER_AGENT, user_agent)
-        .header(header::ACCEPT_ENCODING, "identity");
-    match ask.range {
-        Some((first, Some(last))) => b = b.header(header::RANGE, format!("bytes={first}-{last}")),
-        Some((first, None)) => b = b.header(header::RANGE, format!("bytes={first}-")),
-        None => {}
-    }
-    if let Some(v) = &ask.if_range {
-        b = b.header(header::IF_RANGE, v.clone());
-    }
-    if let Some(c) = ep.credentials() {
-        let token = base64::engine::general_purpose::STANDARD
-            .encode(format!("{}:{}", c.username, c.password));
-        let mut v =
-            HeaderValue::from_str(&format!("Basic {token}")).map_err(|_| bad("credentials"))?;
-        v.set_sensitive(true);
-        b = b.header(header::AUTHORIZATION, v);
-    }
-    let mut req = b.body(Empty::new()).map_err(|_| bad("request target"))?;
-    add_extra_headers(req.headers_mut(), ep.headers())?;
-    Ok(req)
-}
-
-/// The endpoint's extra headers: the first of a name replaces hydra's (`User-Agent`), a
-/// repeated one adds a value; a header hydra controls ([`crate::headers::reserved`]) is
-/// refused.
-fn add_extra_headers(h: &mut http::HeaderMap, extra: &[(String, String)]) -> Result<(), ErrorKind> {
-    let mut given = Vec::new();
-    for (name, value) in extra {
-        let n = header::HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| ErrorKind::Unsupported(format!("invalid header name {name:?}")))?;
-        if crate::headers::reserved(name) {
-            return Err(ErrorKind::Unsupported(format!(
-                "header {n} is set by hydra"
-            )));
-        }
-        let mut v = HeaderValue::from_bytes(value.as_bytes())
-            .map_err(|_| ErrorKind::Unsupported(format!("invalid value of header {n}")))?;
-        v.set_sensitive(true);
-        if given.contains(&n) {
-            h.append(n, v);
-        } else {
-            h.insert(n.clone(), v);
-            given.push(n);
-        }
-    }
-    Ok(())
-}
-
 fn map_hyper(e: hyper::Error, max_header_bytes: usize) -> ErrorKind {
     if e.is_parse() || e.is_parse_status() {
         // Includes a head over the limit ("message head is too large").
@@ -771,32 +728,6 @@ mod tests {
         assert!(check_redirect(&u("https://a/x"), &u("https://b/y")).is_ok());
         assert!(matches!(
             check_redirect(&u("http://a/x"), &u("ftp://a/x")),
-            Err(ErrorKind::Unsupported(_))
-        ));
-    }
-
-    #[test]
-    fn a_user_agent_header_replaces_hydras_and_a_reserved_one_is_refused() {
-        let ask = Ask {
-            range: Some((0, Some(9))),
-            if_range: None,
-            slot: None,
-        };
-        let ep = Endpoint::parse("http://h.example/f")
-            .unwrap()
-            .with_header("user-agent", "mine/1")
-            .with_header("X-Twice", "a")
-            .with_header("X-Twice", "b");
-        let req = build_request(&ep, &ask, "hydra/0").unwrap();
-        let agents: Vec<_> = req.headers().get_all(header::USER_AGENT).iter().collect();
-        assert_eq!(agents, ["mine/1"]);
-        assert_eq!(req.headers().get_all("x-twice").iter().count(), 2);
-        assert_eq!(req.headers()[header::RANGE], "bytes=0-9");
-        let host = Endpoint::parse("http://h.example/f")
-            .unwrap()
-            .with_header("Host", "evil.example");
-        assert!(matches!(
-            build_request(&host, &ask, "hydra/0"),
             Err(ErrorKind::Unsupported(_))
         ));
     }

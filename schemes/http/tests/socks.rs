@@ -7,9 +7,10 @@ use hydra_scheme::testing::{Route, Socks5Config, Socks5Server};
 use std::sync::Arc;
 
 use common::*;
+use hydra_scheme::proxy::{Proxy, ProxyKind, ProxyRules};
 use hydra_scheme::{ByteRange, Endpoint, FetchOutcome, MemorySink, Scheme, Target};
 use hydra_scheme_http::origin::{Origin, OriginConfig};
-use hydra_scheme_http::{HttpScheme, Socks5Proxy};
+use hydra_scheme_http::HttpScheme;
 
 #[tokio::test]
 async fn a_range_through_socks5_is_fetched_byte_exact_with_remote_dns() {
@@ -26,8 +27,9 @@ async fn a_range_through_socks5_is_fetched_byte_exact_with_remote_dns() {
     .await
     .unwrap();
     let mut opts = options();
-    opts.socks5 = Some(Socks5Proxy {
-        proxy: Target::new("127.0.0.1", proxy.addr().port()),
+    opts.proxy = ProxyRules::fixed(Proxy {
+        kind: ProxyKind::Socks5,
+        target: Target::new("127.0.0.1", proxy.addr().port()),
         credentials: None,
     });
     let s = Arc::new(HttpScheme::new(opts).unwrap());

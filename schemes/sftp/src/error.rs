@@ -25,9 +25,9 @@ pub(crate) fn map_russh(e: russh::Error) -> ErrorKind {
     }
 }
 
-/// A russh-sftp client error. The request timeout is the idle-read deadline; a status is kept
-/// with its SFTP code (`Status { code }` is fatal: SFTP codes are all below 500), except the
-/// pseudo-statuses for a lost connection, which are `Io`.
+/// A russh-sftp client error. The request timeout is the idle-read deadline; a status is a
+/// fatal `Rejected` with its SFTP code and name, except the pseudo-statuses for a lost
+/// connection, which are `Io`.
 pub(crate) fn map_sftp(e: SftpError, request_timeout: std::time::Duration) -> ErrorKind {
     match e {
         SftpError::Timeout => ErrorKind::Timeout {
@@ -45,9 +45,11 @@ pub(crate) fn map_sftp(e: SftpError, request_timeout: std::time::Duration) -> Er
                 format!("SFTP: {}", s.status_code),
             ))
         }
-        SftpError::Status(s) => ErrorKind::Status {
-            code: s.status_code as u16,
-            reason: Some(format!("SFTP {}", s.status_code)),
+        SftpError::Status(s) => ErrorKind::Rejected {
+            protocol: "SFTP",
+            code: s.status_code as u32,
+            text: Some(s.status_code.to_string()),
+            transient: false,
         },
         SftpError::IO(m) => ErrorKind::Io(io::Error::other(format!("SFTP: {m}"))),
         // russh-sftp reports a closed channel ("session closed", "sender dropped") this way.
@@ -65,6 +67,6 @@ pub(crate) fn map_sftp(e: SftpError, request_timeout: std::time::Duration) -> Er
 pub(crate) fn breaks_session(e: &ErrorKind) -> bool {
     !matches!(
         e,
-        ErrorKind::Status { .. } | ErrorKind::ObjectChanged { .. }
+        ErrorKind::Rejected { .. } | ErrorKind::ObjectChanged { .. }
     )
 }

@@ -2,9 +2,13 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use hydra_scheme::{Credentials, Target};
+use hydra_scheme::proxy::ProxyRules;
+
+use crate::auth::{KeyCache, PassphrasePrompt};
+use crate::ssh_config::SshConfig;
 
 /// Options of [`SftpScheme`](crate::SftpScheme). Every field has a default
 /// ([`SftpOptions::default`]):
@@ -13,7 +17,8 @@ use hydra_scheme::{Credentials, Target};
 /// |---|---|
 /// | `connect_timeout` | 10 s (dial + proxy + SSH handshake + auth + SFTP init) |
 /// | `request_timeout` | 20 s (one SFTP request → its reply; also the idle-read deadline) |
-/// | `auth` | identity files none, no passphrase, agent off; the URL's password if any |
+/// | `auth` | identity files none, no default identities, no passphrase or prompt, agent off; the URL's password if any |
+/// | `ssh_config` | none (the CLI reads `~/.ssh/config`) |
 /// | `host_keys` | `~/.ssh/known_hosts`, unknown keys refused |
 /// | `read_size` | 32 KiB (first reads; grows toward `max_read_size` while 16 reads hold under twice the bandwidth-delay product, and never below this) |
 /// | `max_read_size` | 255 KiB (capped by the server's `limits@openssh.com` and the client packet limit) |
@@ -22,7 +27,7 @@ use hydra_scheme::{Credentials, Target};
 /// | `sessions` | [`SessionMode::Dedicated`] (one SSH connection per SFTP session) |
 /// | `pool_idle_timeout` | 60 s |
 /// | `max_idle_per_host` | 16 |
-/// | `socks5` | none |
+/// | `proxy` | [`ProxyRules::direct`] (an `https://` proxy is verified with the platform's roots) |
 #[derive(Debug, Clone)]
 pub struct SftpOptions {
     /// Deadline for opening a session (TCP/SOCKS5, SSH key exchange, authentication, SFTP
@@ -58,8 +63,13 @@ pub struct SftpOptions {
     pub pool_idle_timeout: Duration,
     /// Idle sessions kept per (host, port, user).
     pub max_idle_per_host: usize,
-    /// Route every connection through this SOCKS5 proxy (host names resolved by the proxy).
-    pub socks5: Option<Socks5Proxy>,
+    /// Which connections go through which proxy (SOCKS5 or HTTP `CONNECT`; host names resolved
+    /// by the proxy), per source.
+    pub proxy: ProxyRules,
+    /// The OpenSSH client configuration applied to every URL (alias → `HostName`, `Port`,
+    /// `User`, `IdentityFile`, `IdentitiesOnly`, `UserKnownHostsFile`,
+    /// `StrictHostKeyChecking`); the URL's own user and port win over it.
+    pub ssh_config: Option<Arc<SshConfig>>,
 }
 
 impl Default for SftpOptions {
@@ -78,7 +88,8 @@ impl Default for SftpOptions {
             sessions: SessionMode::Dedicated,
             pool_idle_timeout: Duration::from_secs(60),
             max_idle_per_host: 16,
-            socks5: None,
+            proxy: ProxyRules::direct(),
+            ssh_config: None,
         }
     }
 }
@@ -97,16 +108,25 @@ pub enum SessionMode {
     },
 }
 
-/// Authentication. Methods are tried in order: each identity file (public key), the SSH agent
-/// (when `use_agent`), then the password from the URL's user info (when non-empty). Nothing
-/// ever prompts.
+/// Authentication, in OpenSSH's order: each identity (these files, then the ssh config's
+/// `IdentityFile`s, else the default identities) — signed by the agent when it holds that key
+/// — then the agent's other keys (not with `IdentitiesOnly`), then the password from the URL's
+/// user info (when non-empty).
 #[derive(Clone, Default)]
 pub struct SftpAuth {
-    /// Private keys in OpenSSH (or PEM/PKCS#8) format.
+    /// Private keys in OpenSSH (or PEM/PKCS#8) format, offered before the ssh config's.
     pub identity_files: Vec<PathBuf>,
-    /// Passphrase for encrypted identity files. An encrypted key without it is skipped (and
-    /// named in the error if nothing else succeeds).
+    /// Offer `~/.ssh/id_ed25519`, `id_ecdsa` and `id_rsa` (those that exist) when no identity
+    /// file applies, as OpenSSH does.
+    pub default_identities: bool,
+    /// Passphrase for encrypted identity files; without it `prompt` is asked, and without that
+    /// the key is skipped with a warning naming it.
     pub passphrase: Option<String>,
+    /// Asks for the passphrase of an encrypted key (once per key: see `keys`).
+    pub prompt: Option<Arc<dyn PassphrasePrompt>>,
+    /// Keys loaded (decrypted) so far, shared by the clones of these options: a passphrase is
+    /// asked for once per key and process.
+    pub keys: KeyCache,
     /// Ask the agent at `$SSH_AUTH_SOCK` for keys.
     pub use_agent: bool,
     /// User name when the URL has none (else `$USER`).
@@ -121,6 +141,8 @@ impl fmt::Debug for SftpAuth {
                 "passphrase",
                 &self.passphrase.as_ref().map(|_| "<redacted>"),
             )
+            .field("default_identities", &self.default_identities)
+            .field("prompt", &self.prompt.as_ref().map(|_| "<prompt>"))
             .field("use_agent", &self.use_agent)
             .field("default_user", &self.default_user)
             .finish()
@@ -131,19 +153,12 @@ impl fmt::Debug for SftpAuth {
 /// host names understood; `[host]:port` for ports other than 22).
 #[derive(Debug, Clone, Default)]
 pub struct HostKeyPolicy {
-    /// The known_hosts file; `None` = `$HOME/.ssh/known_hosts` (refused when `HOME` is unset).
+    /// The known_hosts file; `None` = the ssh config's `UserKnownHostsFile`, else
+    /// `$HOME/.ssh/known_hosts` (refused when `HOME` is unset).
     pub known_hosts: Option<PathBuf>,
     /// Accept a host with no recorded key of any algorithm and append its key to the file
-    /// (OpenSSH's `accept-new`). A *changed* key, and a key of an algorithm the file does not
+    /// (OpenSSH's `accept-new`; also when the ssh config's `StrictHostKeyChecking` is
+    /// `accept-new` or `no`). A *changed* key, and a key of an algorithm the file does not
     /// hold for a host it does, are refused regardless.
     pub accept_new: bool,
-}
-
-/// A SOCKS5 proxy.
-#[derive(Debug, Clone)]
-pub struct Socks5Proxy {
-    /// Its address.
-    pub proxy: Target,
-    /// User/password authentication, when required.
-    pub credentials: Option<Credentials>,
 }

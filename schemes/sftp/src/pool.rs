@@ -1,4 +1,7 @@
-//! The session pool: idle SFTP sessions by (host, port, user), with slot affinity.
+//! The session pool: idle SFTP sessions by (host, port, user) in the shared [`IdlePool`] (slot
+//! affinity, idle timeout, at most
+//! [`SftpOptions::max_idle_per_host`](crate::SftpOptions::max_idle_per_host) per key), and the
+//! live SSH connections sessions may share.
 //!
 //! # Pool safety
 //!
@@ -6,121 +9,78 @@
 //! offset and length and carries its own request id, so replies to reads issued before a
 //! shrink are matched to those (abandoned) requests and never mistaken for the next fetch's
 //! data. A session goes back only if no request on it failed with a transport error or a
-//! timeout ([`Session::broken`](crate::session::Session)); one whose SSH connection closed is
+//! timeout (`Session::broken`); one whose SSH connection closed is
 //! dropped when taken.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, Weak};
 
-use hydra_core::ConnId;
+use hydra_scheme::{IdlePool, PoolKey, Pooled};
 
 use crate::session::{HostKey, Session, SshConn};
 
-struct Idle {
-    session: Session,
-    slot: Option<ConnId>,
-    since: Instant,
-}
-
 /// Idle sessions, by host.
-pub(crate) struct Pool {
-    idle: Mutex<BTreeMap<HostKey, Vec<Idle>>>,
-    /// Live SSH connections by host, for channel sharing.
-    conns: Mutex<BTreeMap<HostKey, Vec<std::sync::Weak<SshConn>>>>,
-    max_idle_per_host: usize,
-    idle_timeout: Duration,
+pub(crate) type Pool = IdlePool<Session>;
+
+impl PoolKey for HostKey {
+    /// No ceiling is set on SFTP sessions: the host is the key itself.
+    type Host = HostKey;
+
+    fn host(&self) -> HostKey {
+        self.clone()
+    }
 }
 
-impl Pool {
-    pub fn new(max_idle_per_host: usize, idle_timeout: Duration) -> Self {
-        Pool {
-            idle: Mutex::new(BTreeMap::new()),
-            conns: Mutex::new(BTreeMap::new()),
-            max_idle_per_host,
-            idle_timeout,
-        }
+impl Pooled for Session {
+    type Key = HostKey;
+
+    fn key(&self) -> &HostKey {
+        &self.key
     }
 
-    /// An idle session to `key`: of those with no abandoned reads still
-    /// [draining](Session::draining) if there are any, the one `slot` used last, else the most
-    /// recently used. Expired and closed sessions are dropped on the way.
-    pub fn take(&self, key: &HostKey, slot: Option<ConnId>) -> Option<Session> {
-        let mut idle = lock(&self.idle);
-        let list = idle.get_mut(key)?;
-        let now = Instant::now();
-        list.retain(|i| self.usable(i, now));
-        let clear = |i: &Idle| i.session.draining.load(Ordering::Relaxed) == 0;
-        let any_clear = list.iter().any(clear);
-        let eligible = |i: &Idle| !any_clear || clear(i);
-        let pick = slot
-            .and_then(|s| list.iter().rposition(|i| eligible(i) && i.slot == Some(s)))
-            .or_else(|| list.iter().rposition(eligible))?;
-        Some(list.remove(pick).session)
+    /// No request on it failed with a transport error or a timeout, and its SSH connection is
+    /// open.
+    fn is_reusable(&self) -> bool {
+        !self.broken && !self.ssh.is_closed()
     }
 
-    /// Puts back a session that passed the pool-safety test (see the module doc).
-    pub fn put(&self, session: Session, slot: Option<ConnId>) {
-        if session.broken || session.ssh.is_closed() || self.max_idle_per_host == 0 {
-            return;
-        }
-        let mut idle = lock(&self.idle);
-        let list = idle.entry(session.key.clone()).or_default();
-        list.push(Idle {
-            session,
-            slot,
-            since: Instant::now(),
-        });
-        if list.len() > self.max_idle_per_host {
-            list.remove(0);
-        }
+    /// No abandoned reads are still [draining](Session::draining) on it: a fetch would wait
+    /// behind them.
+    fn is_ready(&self) -> bool {
+        self.draining.load(Ordering::Relaxed) == 0
     }
+}
 
+/// Live SSH connections by host, for channel sharing.
+#[derive(Default)]
+pub(crate) struct SshConns {
+    by_host: Mutex<BTreeMap<HostKey, Vec<Weak<SshConn>>>>,
+}
+
+impl SshConns {
     /// Remembers an SSH connection so that later sessions can share it.
-    pub fn remember_conn(&self, key: &HostKey, conn: &Arc<SshConn>) {
-        let mut conns = lock(&self.conns);
+    pub fn remember(&self, key: &HostKey, conn: &Arc<SshConn>) {
+        let mut conns = self.lock();
         let list = conns.entry(key.clone()).or_default();
         list.retain(|w| w.upgrade().is_some_and(|c| !c.is_closed()));
         list.push(Arc::downgrade(conn));
     }
 
     /// A live SSH connection to `key` with fewer than `max_channels` channels opened.
-    pub fn conn_with_room(&self, key: &HostKey, max_channels: usize) -> Option<Arc<SshConn>> {
-        let conns = lock(&self.conns);
-        conns
-            .get(key)?
-            .iter()
-            .filter_map(|w| w.upgrade())
-            .find(|c| {
-                !c.is_closed()
-                    && c.channels
-                        .lock()
-                        .map(|n| *n < max_channels)
-                        .unwrap_or(false)
-            })
-    }
-
-    /// Idle sessions to `key` that [`Pool::take`] could return now.
-    pub fn idle_for(&self, key: &HostKey) -> usize {
-        let now = Instant::now();
-        lock(&self.idle).get(key).map_or(0, |list| {
-            list.iter().filter(|i| self.usable(i, now)).count()
+    pub fn with_room(&self, key: &HostKey, max_channels: usize) -> Option<Arc<SshConn>> {
+        let conns = self.lock();
+        conns.get(key)?.iter().filter_map(Weak::upgrade).find(|c| {
+            !c.is_closed()
+                && c.channels
+                    .lock()
+                    .map(|n| *n < max_channels)
+                    .unwrap_or(false)
         })
     }
 
-    /// Neither expired nor closed at `now`.
-    fn usable(&self, i: &Idle, now: Instant) -> bool {
-        now.duration_since(i.since) < self.idle_timeout && !i.session.ssh.is_closed()
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<HostKey, Vec<Weak<SshConn>>>> {
+        // Invariant: no code panics while holding the lock (map/vector bookkeeping only).
+        self.by_host.lock().unwrap_or_else(|e| e.into_inner())
     }
-
-    /// Number of idle sessions.
-    pub fn idle_count(&self) -> usize {
-        lock(&self.idle).values().map(Vec::len).sum()
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Invariant: no code panics while holding these locks (map/vector bookkeeping only).
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

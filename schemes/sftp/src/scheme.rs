@@ -10,9 +10,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use hydra_core::{Capabilities, ConnId};
+use hydra_scheme::proxy::ProxyConnector;
 use hydra_scheme::{
     Connector, Endpoint, ErrorKind, FetchOutcome, FetchRequest, Probe, RangeWriter, Scheme,
-    SchemeError, Socks5Connector, TcpConnector, TimeoutPhase, Validator,
+    SchemeError, TimeoutPhase, TlsOptions, Validator,
 };
 use russh_sftp::client::error::Error as SftpError;
 use russh_sftp::client::RawSftpSession;
@@ -20,25 +21,19 @@ use russh_sftp::protocol::{Data, FileAttributes, OpenFlags, StatusCode};
 
 use crate::error::{breaks_session, map_sftp};
 use crate::options::{SessionMode, SftpOptions};
-use crate::pool::Pool;
+use crate::pool::{Pool, SshConns};
 use crate::session::{self, HostKey, Session};
 use crate::window::{Outstanding, Window};
 
-/// SFTP's capabilities: ranged, client-bounded (every read names both ends), pipelined, and
-/// only a weak validator (size and whole-second mtime from `FSTAT`).
+/// SFTP's capabilities: ranged (every read names both ends), no ceiling of its own.
 ///
 /// Preempt cost 0.8 RTT, as measured by the conformance suite (`hydra conformance --scheme
 /// sftp --only preempt_cost`: medians of 0.63 and 0.98 RTT in two runs at 100 ms and 4 MB/s):
 /// stopping issues no further read, but the reads already in flight (about one window) still
 /// arrive on the session, and the next range on it waits behind them.
-pub const SFTP_CAPABILITIES: Capabilities = Capabilities {
-    ranged: true,
-    client_bounded_ranges: true,
-    preempt_cost_rtt: 0.8,
-    has_validators: true,
-    pipelined: true,
-    max_connections_per_host: None,
-};
+pub const SFTP_CAPABILITIES: Capabilities = Capabilities::new()
+    .with_ranged(true)
+    .with_preempt_cost_rtt(0.8);
 
 /// Handles kept open per session (a pooled session keeps files open for the next fetch).
 const MAX_CACHED_HANDLES: usize = 8;
@@ -74,6 +69,7 @@ pub struct SftpScheme {
     options: SftpOptions,
     connector: Arc<dyn Connector>,
     pool: Pool,
+    conns: SshConns,
     stats: Arc<Counters>,
 }
 
@@ -140,23 +136,18 @@ fn read_fut(raw: &Arc<RawSftpSession>, handle: &str, offset: u64, len: u32) -> R
 type Leftover = FuturesUnordered<ReadFut>;
 
 impl SftpScheme {
-    /// Over TCP, or through `options.socks5` when set.
+    /// Over TCP, directly or through the proxy `options.proxy` chooses per source.
     pub fn new(options: SftpOptions) -> Self {
-        let base: Arc<dyn Connector> = match &options.socks5 {
-            Some(p) => Arc::new(Socks5Connector::new(
-                p.proxy.clone(),
-                p.credentials.clone(),
-                Arc::new(TcpConnector),
-            )),
-            None => Arc::new(TcpConnector),
-        };
-        Self::with_connector(options, base)
+        let rules = Arc::new(options.proxy.clone());
+        let base = ProxyConnector::over_tcp(rules, "sftp", &TlsOptions::default());
+        Self::with_connector(options, Arc::new(base))
     }
 
-    /// Over `connector` (e.g. a fault-injecting one). `options.socks5` is ignored.
+    /// Over `connector` (e.g. a fault-injecting one). `options.proxy` is ignored.
     pub fn with_connector(options: SftpOptions, connector: Arc<dyn Connector>) -> Self {
         SftpScheme {
-            pool: Pool::new(options.max_idle_per_host, options.pool_idle_timeout),
+            pool: Pool::new(options.pool_idle_timeout).max_idle_per_key(options.max_idle_per_host),
+            conns: SshConns::default(),
             options,
             connector,
             stats: Arc::new(Counters::default()),
@@ -212,9 +203,7 @@ impl SftpScheme {
         let share = match self.options.sessions {
             SessionMode::Shared {
                 channels_per_connection,
-            } => self
-                .pool
-                .conn_with_room(key, channels_per_connection.max(1)),
+            } => self.conns.with_room(key, channels_per_connection.max(1)),
             SessionMode::Dedicated => None,
         };
         let shared = share.is_some();
@@ -222,7 +211,7 @@ impl SftpScheme {
             session::dial(self.connector.as_ref(), ep, key, &self.options, share).await?;
         if !shared {
             self.stats.ssh_connections.fetch_add(1, Ordering::Relaxed);
-            self.pool.remember_conn(key, &s.ssh);
+            self.conns.remember(key, &s.ssh);
         }
         self.stats.sessions.fetch_add(1, Ordering::Relaxed);
         Ok((s, false, took))

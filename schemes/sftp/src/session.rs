@@ -8,13 +8,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hydra_scheme::{Connector, Endpoint, ErrorKind, Target, TimeoutPhase};
-use russh::client::{self, AuthResult};
-use russh::keys::{HashAlg, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
+use russh::client;
+use russh::keys::{HashAlg, PublicKey, PublicKeyOrCertificate};
 use russh_sftp::client::rawsession::Limits;
 use russh_sftp::client::RawSftpSession;
 
 use crate::error::{map_russh, map_sftp};
-use crate::options::{HostKeyPolicy, SessionMode, SftpOptions};
+use crate::options::{SessionMode, SftpOptions};
+use crate::target::SshTarget;
 
 /// Size of an `SSH_FXP_DATA` reply's header: length (4), type (1), id (4), data length (4).
 const DATA_HEADER: u32 = 13;
@@ -213,47 +214,12 @@ fn host_key_error(target: &Target, file: &Path, v: &HostKeyVerdict) -> ErrorKind
     })
 }
 
-/// The configured file, else `$HOME/.ssh/known_hosts`; refused when neither is set (never a
-/// file relative to the working directory).
-pub(crate) fn known_hosts_path(
-    policy: &HostKeyPolicy,
-    home: Option<std::ffi::OsString>,
-) -> Result<PathBuf, ErrorKind> {
-    if let Some(p) = &policy.known_hosts {
-        return Ok(p.clone());
-    }
-    match home.filter(|h| !h.is_empty()) {
-        Some(h) => Ok(PathBuf::from(h).join(".ssh").join("known_hosts")),
-        None => Err(ErrorKind::Unsupported(
-            "no known_hosts file to check the host key against: HOME is not set and no \
-             known_hosts file was given (hydra: --known-hosts FILE)"
-                .to_owned(),
-        )),
-    }
-}
-
-/// The user to log in as: the URL's, else the configured default, else `$USER`.
-pub(crate) fn user_of(ep: &Endpoint, options: &SftpOptions) -> String {
-    ep.credentials()
-        .map(|c| c.username.clone())
-        .filter(|u| !u.is_empty())
-        .or_else(|| options.auth.default_user.clone())
-        .or_else(|| std::env::var("USER").ok())
-        .unwrap_or_else(|| "root".to_owned())
-}
-
-/// The pool key of an endpoint.
+/// The pool key of an endpoint: where the URL and the ssh config send it, as whom.
 pub(crate) fn host_key(ep: &Endpoint, options: &SftpOptions) -> Result<HostKey, ErrorKind> {
-    if ep.url_scheme() != "sftp" {
-        return Err(ErrorKind::Unsupported(format!(
-            "URL scheme {}",
-            ep.url_scheme()
-        )));
-    }
-    Ok(HostKey {
-        host: ep.host().to_owned(),
-        port: ep.url().port().unwrap_or(22),
-        user: user_of(ep, options),
+    SshTarget::of(ep, options).map(|t| HostKey {
+        host: t.host.value,
+        port: t.port.value,
+        user: t.user.value,
     })
 }
 
@@ -265,7 +231,8 @@ pub(crate) async fn dial_ssh(
     key: &HostKey,
     options: &SftpOptions,
 ) -> Result<Arc<SshConn>, ErrorKind> {
-    let known_hosts = known_hosts_path(&options.host_keys, std::env::var_os("HOME"))?;
+    let ssh_target = SshTarget::of(ep, options)?;
+    let known_hosts = ssh_target.known_hosts.value.clone();
     let target = Target::new(key.host.clone(), key.port);
     let stream = connector.connect(&target).await.map_err(ErrorKind::Io)?;
     let verdict = Arc::new(Mutex::new(None));
@@ -273,7 +240,7 @@ pub(crate) async fn dial_ssh(
         host: target.host.clone(),
         port: target.port,
         known_hosts: known_hosts.clone(),
-        accept_new: options.host_keys.accept_new,
+        accept_new: ssh_target.accept_new,
         verdict: verdict.clone(),
     };
     let config = client::Config {
@@ -300,77 +267,11 @@ pub(crate) async fn dial_ssh(
             });
         }
     };
-    authenticate(&mut handle, ep, key, options).await?;
+    crate::auth::authenticate(&mut handle, ep, &ssh_target, options).await?;
     Ok(Arc::new(SshConn {
         handle,
         channels: Mutex::new(0),
     }))
-}
-
-/// Tries identity files, the agent, then the password. Errors never include the password or
-/// passphrase.
-async fn authenticate(
-    handle: &mut client::Handle<Verifier>,
-    ep: &Endpoint,
-    key: &HostKey,
-    options: &SftpOptions,
-) -> Result<(), ErrorKind> {
-    let user = key.user.as_str();
-    let mut tried: Vec<String> = Vec::new();
-    for path in &options.auth.identity_files {
-        let secret = match russh::keys::load_secret_key(path, options.auth.passphrase.as_deref()) {
-            Ok(k) => k,
-            Err(e) => {
-                // The key's error never holds the passphrase.
-                tried.push(format!("key {} unusable ({e})", path.display()));
-                continue;
-            }
-        };
-        let hash = handle.best_supported_rsa_hash().await.map_err(map_russh)?;
-        let with = PrivateKeyWithHashAlg::new(Arc::new(secret), hash.flatten());
-        match handle.authenticate_publickey(user, with).await {
-            Ok(AuthResult::Success) => return Ok(()),
-            Ok(_) => tried.push(format!("key {} refused", path.display())),
-            Err(e) => return Err(map_russh(e)),
-        }
-    }
-    if options.auth.use_agent {
-        match russh::keys::agent::client::AgentClient::connect_env().await {
-            Ok(mut agent) => {
-                let ids = agent.request_identities().await.unwrap_or_default();
-                for id in ids {
-                    let russh::keys::agent::AgentIdentity::PublicKey { key: pk, .. } = id else {
-                        continue;
-                    };
-                    match handle
-                        .authenticate_publickey_with(user, pk, None, &mut agent)
-                        .await
-                    {
-                        Ok(AuthResult::Success) => return Ok(()),
-                        Ok(_) => tried.push("agent key refused".into()),
-                        Err(e) => tried.push(format!("agent: {e}")),
-                    }
-                }
-            }
-            Err(e) => tried.push(format!("agent unavailable ({e})")),
-        }
-    }
-    if let Some(pw) = ep.credentials().map(|c| c.password.as_str()) {
-        if !pw.is_empty() {
-            match handle.authenticate_password(user, pw).await {
-                Ok(AuthResult::Success) => return Ok(()),
-                Ok(_) => tried.push("password refused".into()),
-                Err(e) => return Err(map_russh(e)),
-            }
-        }
-    }
-    if tried.is_empty() {
-        tried.push("no method configured (identity file, agent or URL password)".into());
-    }
-    Err(ErrorKind::Protocol(format!(
-        "authentication failed: {}",
-        tried.join("; ")
-    )))
 }
 
 /// Opens the `sftp` subsystem on `ssh` and runs INIT (and `limits@openssh.com` when the
@@ -513,23 +414,5 @@ mod tests {
             verifier(&file, true).check(&ed25519(2)),
             HostKeyVerdict::Changed { line: 2, .. }
         ));
-    }
-
-    #[test]
-    fn without_home_or_a_configured_file_there_is_no_known_hosts() {
-        let none = HostKeyPolicy::default();
-        for home in [None, Some("".into())] {
-            let e = known_hosts_path(&none, home).unwrap_err().to_string();
-            assert!(e.contains("HOME is not set"), "{e}");
-        }
-        assert_eq!(
-            known_hosts_path(&none, Some("/h".into())).unwrap(),
-            Path::new("/h/.ssh/known_hosts")
-        );
-        let given = HostKeyPolicy {
-            known_hosts: Some("k".into()),
-            ..HostKeyPolicy::default()
-        };
-        assert_eq!(known_hosts_path(&given, None).unwrap(), Path::new("k"));
     }
 }

@@ -543,7 +543,14 @@ async fn a_missing_file_is_a_fatal_status() {
         .unwrap()
         .expect_err("missing");
     assert!(
-        matches!(err.kind, ErrorKind::Status { code: 2, .. }),
+        matches!(
+            err.kind,
+            ErrorKind::Rejected {
+                protocol: "SFTP",
+                code: 2,
+                ..
+            }
+        ),
         "{err:?}"
     );
     assert_eq!(err.failure_kind(), hydra_core::Failure::Fatal);

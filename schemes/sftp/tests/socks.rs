@@ -6,11 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hydra_core::{ByteRange, ConnId, FetchId};
+use hydra_scheme::proxy::{Proxy, ProxyKind, ProxyRules};
 use hydra_scheme::{
     Endpoint, FetchOutcome, FetchRequest, MemorySink, NoObserver, RangeWriter, Scheme, Sink, Target,
 };
 use hydra_scheme_sftp::origin::{Origin, OriginConfig};
-use hydra_scheme_sftp::{HostKeyPolicy, SftpOptions, SftpScheme, Socks5Proxy};
+use hydra_scheme_sftp::{HostKeyPolicy, SftpOptions, SftpScheme};
 
 #[tokio::test]
 async fn a_range_through_socks5_is_fetched_byte_exact_with_remote_dns() {
@@ -34,8 +35,9 @@ async fn a_range_through_socks5_is_fetched_byte_exact_with_remote_dns() {
     let key = origin.host_key().to_openssh().unwrap();
     std::fs::write(&kh, format!("[origin.invalid]:2222 {key}\n")).unwrap();
     let scheme = SftpScheme::new(SftpOptions {
-        socks5: Some(Socks5Proxy {
-            proxy: Target::new("127.0.0.1", proxy.addr().port()),
+        proxy: ProxyRules::fixed(Proxy {
+            kind: ProxyKind::Socks5,
+            target: Target::new("127.0.0.1", proxy.addr().port()),
             credentials: None,
         }),
         host_keys: HostKeyPolicy {

@@ -1,0 +1,415 @@
+//! What an `sftp://` URL means once the SSH client configuration is applied: the host, port
+//! and user to log in as, the keys to offer and the known_hosts file, each with where it came
+//! from. The URL wins over the configuration, which wins over the scheme's options, which win
+//! over OpenSSH's defaults.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use hydra_scheme::{Endpoint, ErrorKind};
+
+use crate::options::SftpOptions;
+use crate::ssh_config::{Origin, Query, Resolution, StrictHostKeyChecking};
+
+/// The identities offered when none is configured, as OpenSSH does (those that exist).
+const DEFAULT_IDENTITIES: [&str; 3] = ["id_ed25519", "id_ecdsa", "id_rsa"];
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The URL.
+    Url,
+    /// A line of the SSH client configuration.
+    SshConfig(Origin),
+    /// The scheme's options (the command line).
+    Options,
+    /// The environment (`$USER`, `$HOME`).
+    Environment,
+    /// OpenSSH's default.
+    Default,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Url => f.write_str("the URL"),
+            Source::SshConfig(at) => write!(f, "ssh config {at}"),
+            Source::Options => f.write_str("the command line"),
+            Source::Environment => f.write_str("the environment"),
+            Source::Default => f.write_str("the default"),
+        }
+    }
+}
+
+/// A value and its [`Source`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Given<T> {
+    /// The value.
+    pub value: T,
+    /// Where it came from.
+    pub source: Source,
+}
+
+fn given<T>(value: T, source: Source) -> Given<T> {
+    Given { value, source }
+}
+
+/// An `sftp://` endpoint resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshTarget {
+    /// The host to dial (`HostName`, else the URL's host).
+    pub host: Given<String>,
+    /// The port.
+    pub port: Given<u16>,
+    /// The user to log in as.
+    pub user: Given<String>,
+    /// Private keys to offer, in order.
+    pub identities: Vec<Given<PathBuf>>,
+    /// Offer only these (and agent keys matching them), never other agent keys.
+    pub identities_only: bool,
+    /// The known_hosts file.
+    pub known_hosts: Given<PathBuf>,
+    /// Learn the key of a host not yet recorded.
+    pub accept_new: bool,
+}
+
+/// What the process environment supplies.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    /// `$HOME`.
+    pub home: Option<PathBuf>,
+    /// `$USER`.
+    pub user: Option<String>,
+}
+
+impl Env {
+    /// From the process environment.
+    pub fn current() -> Env {
+        Env {
+            home: std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from),
+            user: std::env::var("USER").ok().filter(|u| !u.is_empty()),
+        }
+    }
+}
+
+impl SshTarget {
+    /// Resolves `ep` under `options` in the process environment.
+    pub fn of(ep: &Endpoint, options: &SftpOptions) -> Result<SshTarget, ErrorKind> {
+        SshTarget::resolve(ep, options, &Env::current())
+    }
+
+    /// Resolves `ep` under `options` and `env`.
+    pub fn resolve(
+        ep: &Endpoint,
+        options: &SftpOptions,
+        env: &Env,
+    ) -> Result<SshTarget, ErrorKind> {
+        if ep.url_scheme() != "sftp" {
+            return Err(ErrorKind::Unsupported(format!(
+                "URL scheme {}",
+                ep.url_scheme()
+            )));
+        }
+        let url_user = ep
+            .credentials()
+            .map(|c| c.username.clone())
+            .filter(|u| !u.is_empty());
+        let local_user = env.user.clone().unwrap_or_else(|| "root".to_owned());
+        let r = options
+            .ssh_config
+            .as_ref()
+            .map(|c| {
+                c.resolve(&Query {
+                    host: ep.host(),
+                    user: url_user.as_deref(),
+                    local_user: &local_user,
+                })
+            })
+            .unwrap_or_default();
+        let host = match &r.host_name {
+            Some(h) => given(h.value.clone(), Source::SshConfig(h.at.clone())),
+            None => given(ep.host().to_owned(), Source::Url),
+        };
+        let port = match (ep.url().port(), &r.port) {
+            (Some(p), _) => given(p, Source::Url),
+            (None, Some(p)) => given(p.value, Source::SshConfig(p.at.clone())),
+            (None, None) => given(22, Source::Default),
+        };
+        let user = match (url_user, &r.user, &options.auth.default_user, &env.user) {
+            (Some(u), ..) => given(u, Source::Url),
+            (None, Some(u), ..) => given(u.value.clone(), Source::SshConfig(u.at.clone())),
+            (None, None, Some(u), _) => given(u.clone(), Source::Options),
+            (None, None, None, Some(u)) => given(u.clone(), Source::Environment),
+            (None, None, None, None) => given("root".to_owned(), Source::Default),
+        };
+        let tokens = Tokens {
+            home: env.home.as_deref(),
+            host: &host.value,
+            port: port.value,
+            remote_user: &user.value,
+            local_user: &local_user,
+        };
+        let identities = identities(options, &r, &tokens);
+        let known_hosts = known_hosts(options, &r, &tokens)?;
+        let config_accepts = r
+            .strict
+            .as_ref()
+            .is_some_and(|s| s.value != StrictHostKeyChecking::Yes);
+        Ok(SshTarget {
+            host,
+            port,
+            user,
+            identities,
+            identities_only: r.identities_only.is_some_and(|s| s.value),
+            known_hosts,
+            accept_new: options.host_keys.accept_new || config_accepts,
+        })
+    }
+
+    /// One line per value and its source, for `hydra get -v`.
+    pub fn describe(&self, agent: bool) -> Vec<String> {
+        let mut lines = vec![
+            format!("host {} (from {})", self.host.value, self.host.source),
+            format!("port {} (from {})", self.port.value, self.port.source),
+            format!("user {} (from {})", self.user.value, self.user.source),
+        ];
+        for k in &self.identities {
+            lines.push(format!("key {} (from {})", k.value.display(), k.source));
+        }
+        if agent {
+            lines.push(if self.identities_only {
+                "agent keys: only those matching the keys above (IdentitiesOnly)".to_owned()
+            } else {
+                "agent keys: all ($SSH_AUTH_SOCK)".to_owned()
+            });
+        }
+        lines.push(format!(
+            "known_hosts {} (from {}){}",
+            self.known_hosts.value.display(),
+            self.known_hosts.source,
+            if self.accept_new {
+                ", new host keys accepted"
+            } else {
+                ""
+            }
+        ));
+        lines
+    }
+}
+
+/// The values `%` tokens in paths expand to.
+struct Tokens<'a> {
+    home: Option<&'a Path>,
+    host: &'a str,
+    port: u16,
+    remote_user: &'a str,
+    local_user: &'a str,
+}
+
+impl Tokens<'_> {
+    /// `~/` and `%d %h %p %r %u %%`; other tokens are kept as written. `None` when the path
+    /// needs `$HOME` and there is none.
+    fn expand(&self, raw: &str) -> Option<PathBuf> {
+        let raw = match raw.strip_prefix("~/") {
+            Some(rest) => format!("{}/{rest}", self.home?.display()),
+            None if raw == "~" => self.home?.display().to_string(),
+            None => raw.to_owned(),
+        };
+        let mut out = String::new();
+        let mut chars = raw.chars();
+        while let Some(c) = chars.next() {
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            match chars.next() {
+                Some('d') => out.push_str(&self.home?.display().to_string()),
+                Some('h') => out.push_str(self.host),
+                Some('p') => out.push_str(&self.port.to_string()),
+                Some('r') => out.push_str(self.remote_user),
+                Some('u') => out.push_str(self.local_user),
+                Some('%') => out.push('%'),
+                Some(o) => {
+                    out.push('%');
+                    out.push(o);
+                }
+                None => out.push('%'),
+            }
+        }
+        Some(PathBuf::from(out))
+    }
+}
+
+/// The command line's keys, then the configuration's; else the default ones that exist.
+fn identities(options: &SftpOptions, r: &Resolution, t: &Tokens<'_>) -> Vec<Given<PathBuf>> {
+    let mut keys: Vec<Given<PathBuf>> = options
+        .auth
+        .identity_files
+        .iter()
+        .map(|p| given(p.clone(), Source::Options))
+        .collect();
+    for f in &r.identity_files {
+        if let Some(p) = t.expand(&f.value) {
+            keys.push(given(p, Source::SshConfig(f.at.clone())));
+        }
+    }
+    if keys.is_empty() && options.auth.default_identities {
+        if let Some(home) = t.home {
+            keys = DEFAULT_IDENTITIES
+                .iter()
+                .map(|n| home.join(".ssh").join(n))
+                .filter(|p| p.is_file())
+                .map(|p| given(p, Source::Default))
+                .collect();
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    keys.retain(|k| seen.insert(k.value.clone()));
+    keys
+}
+
+/// The command line's file, else the configuration's, else `$HOME/.ssh/known_hosts`;
+/// refused when none is set (never a file relative to the working directory).
+fn known_hosts(
+    options: &SftpOptions,
+    r: &Resolution,
+    t: &Tokens<'_>,
+) -> Result<Given<PathBuf>, ErrorKind> {
+    if let Some(p) = &options.host_keys.known_hosts {
+        return Ok(given(p.clone(), Source::Options));
+    }
+    if let Some(k) = &r.known_hosts {
+        if let Some(p) = t.expand(&k.value) {
+            return Ok(given(p, Source::SshConfig(k.at.clone())));
+        }
+    }
+    match t.home {
+        Some(h) => Ok(given(h.join(".ssh").join("known_hosts"), Source::Default)),
+        None => Err(ErrorKind::Protocol(
+            "no known_hosts file: HOME is not set and none was configured (--known-hosts)"
+                .to_owned(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ssh_config::SshConfig;
+    use std::sync::Arc;
+
+    fn options(config: &str) -> SftpOptions {
+        SftpOptions {
+            ssh_config: Some(Arc::new(SshConfig::parse(
+                config,
+                Path::new("/cfg"),
+                Some(Path::new("/home/me")),
+            ))),
+            ..SftpOptions::default()
+        }
+    }
+
+    fn env(home: &Path) -> Env {
+        Env {
+            home: Some(home.to_owned()),
+            user: Some("me".into()),
+        }
+    }
+
+    fn resolve(url: &str, o: &SftpOptions, home: &Path) -> SshTarget {
+        SshTarget::resolve(&Endpoint::parse(url).unwrap(), o, &env(home)).unwrap()
+    }
+
+    const ALIAS: &str = "\
+Host box
+    HostName 127.0.0.1
+    Port 2222
+    User deploy
+    IdentityFile ~/.ssh/%r@%h
+    UserKnownHostsFile %d/kh
+    StrictHostKeyChecking accept-new
+";
+
+    #[test]
+    fn an_alias_takes_host_port_user_and_key_from_the_config() {
+        let t = resolve("sftp://box/f", &options(ALIAS), Path::new("/home/me"));
+        assert_eq!(t.host.value, "127.0.0.1");
+        assert_eq!(t.host.source.to_string(), "ssh config /cfg:2");
+        assert_eq!((t.port.value, t.user.value.as_str()), (2222, "deploy"));
+        assert_eq!(
+            t.identities[0].value,
+            Path::new("/home/me/.ssh/deploy@127.0.0.1")
+        );
+        assert_eq!(t.known_hosts.value, Path::new("/home/me/kh"));
+        assert!(t.accept_new);
+    }
+
+    #[test]
+    fn the_urls_user_and_port_win_over_the_config() {
+        let t = resolve("sftp://alice@box:2022/f", &options(ALIAS), Path::new("/h"));
+        assert_eq!((t.port.value, t.port.source.clone()), (2022, Source::Url));
+        assert_eq!(
+            (t.user.value.as_str(), t.user.source),
+            ("alice", Source::Url)
+        );
+        assert_eq!(t.host.value, "127.0.0.1");
+    }
+
+    #[test]
+    fn command_line_keys_come_first_and_default_keys_only_when_none_is_configured() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join(".ssh")).unwrap();
+        std::fs::write(home.path().join(".ssh/id_ecdsa"), "k").unwrap();
+        let mut o = options("Host other\n  IdentityFile /k\n");
+        o.auth.default_identities = true;
+        let t = resolve("sftp://h/f", &o, home.path());
+        let keys: Vec<_> = t.identities.iter().map(|k| k.value.clone()).collect();
+        assert_eq!(keys, [home.path().join(".ssh/id_ecdsa")]);
+        assert_eq!(t.identities[0].source, Source::Default);
+        o.auth.identity_files = vec!["/cli".into()];
+        let t = resolve("sftp://other/f", &o, home.path());
+        let keys: Vec<_> = t.identities.iter().map(|k| k.value.clone()).collect();
+        assert_eq!(keys, [PathBuf::from("/cli"), PathBuf::from("/k")]);
+    }
+
+    #[test]
+    fn without_a_config_the_url_and_defaults_decide() {
+        let t = resolve("sftp://h/f", &SftpOptions::default(), Path::new("/home/me"));
+        assert_eq!((t.host.value.as_str(), t.port.value), ("h", 22));
+        assert_eq!(
+            (t.user.value.as_str(), t.user.source),
+            ("me", Source::Environment)
+        );
+        assert!(t.identities.is_empty());
+        assert_eq!(t.known_hosts.value, Path::new("/home/me/.ssh/known_hosts"));
+        assert!(!t.accept_new);
+    }
+
+    #[test]
+    fn strict_host_key_checking_yes_in_the_config_leaves_new_hosts_refused() {
+        let t = resolve(
+            "sftp://h/f",
+            &options("StrictHostKeyChecking yes\n"),
+            Path::new("/"),
+        );
+        assert!(!t.accept_new);
+    }
+
+    #[test]
+    fn unknown_tokens_are_kept_as_written() {
+        let t = Tokens {
+            home: None,
+            host: "h",
+            port: 1,
+            remote_user: "r",
+            local_user: "l",
+        };
+        assert_eq!(
+            t.expand("/k/%h-%p-%r-%u-%x%%"),
+            Some("/k/h-1-r-l-%x%".into())
+        );
+        assert_eq!(t.expand("~/k"), None);
+    }
+}
