@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Interop arm of the conformance suite: hydra against servers nobody here wrote —
-# nginx (HTTP), vsftpd (FTP) and OpenSSH's sshd + sftp-server (SFTP) — started on 127.0.0.1
-# on unprivileged ports, each fetched with `hydra get` (4 connections, sha256 checked), then
-# all three at once as mirrors of one object, directly and through faultnet links.
+# nginx (HTTP and HTTPS), vsftpd (FTP) and OpenSSH's sshd + sftp-server (SFTP) — started on
+# 127.0.0.1 on unprivileged ports, each fetched with `hydra get` (4 connections, sha256
+# checked), then all three at once as mirrors of one object, directly, through faultnet links
+# and through tinyproxy, a real HTTP CONNECT proxy (proxy.sh).
 #
 # Usage: conformance/interop/run.sh            (from anywhere; builds hydra and faultnet)
 # Env:   CARGO_TARGET_DIR   where cargo builds (default: <repo>/target)
 #        INTEROP_SIZE       object size in bytes (default 8388608)
 #        INTEROP_NO_INSTALL set to 1 to never call apt-get
-# Installs nginx, vsftpd and openssh-server with apt-get when missing (needs root). Every
+# Installs nginx, vsftpd, openssh-server, tinyproxy and openssl with apt-get when missing
+# (needs root). Proxy variables of the caller's environment are ignored. Every
 # server and proxy is stopped and the work directory removed on exit. Exit 0 = every fetch
 # was byte-exact.
 set -euo pipefail
@@ -19,6 +21,10 @@ target=${CARGO_TARGET_DIR:-$repo/target}
 work=$(mktemp -d /tmp/hydra-interop.XXXXXX)
 chmod 755 "$work"
 pids=()
+# The arm chooses every route itself: an inherited proxy setting would send loopback
+# fetches elsewhere.
+unset http_proxy https_proxy ftp_proxy ftps_proxy sftp_proxy all_proxy no_proxy \
+    HTTP_PROXY HTTPS_PROXY FTP_PROXY FTPS_PROXY SFTP_PROXY ALL_PROXY NO_PROXY HYDRA_PROXY
 
 cleanup() {
     local p
@@ -43,16 +49,26 @@ nginx_bin=$(find_bin nginx /usr/sbin/nginx || true)
 vsftpd_bin=$(find_bin vsftpd /usr/sbin/vsftpd || true)
 sshd_bin=$(find_bin sshd /usr/sbin/sshd || true)
 sftp_server=$(find_bin sftp-server /usr/lib/openssh/sftp-server /usr/libexec/openssh/sftp-server /usr/libexec/sftp-server || true)
-if [[ -z $nginx_bin || -z $vsftpd_bin || -z $sshd_bin || -z $sftp_server ]]; then
-    [[ ${INTEROP_NO_INSTALL:-0} == 1 ]] && die "nginx, vsftpd or sshd missing and INTEROP_NO_INSTALL=1"
-    [[ $(id -u) == 0 ]] || die "nginx, vsftpd or sshd missing; run as root to install them"
-    say "installing nginx vsftpd openssh-server"
+tinyproxy_bin=$(find_bin tinyproxy /usr/bin/tinyproxy /usr/sbin/tinyproxy || true)
+openssl_bin=$(find_bin openssl /usr/bin/openssl || true)
+if [[ -z $nginx_bin || -z $vsftpd_bin || -z $sshd_bin || -z $sftp_server || -z $tinyproxy_bin || -z $openssl_bin ]]; then
+    [[ ${INTEROP_NO_INSTALL:-0} == 1 ]] && die "nginx, vsftpd, sshd, tinyproxy or openssl missing and INTEROP_NO_INSTALL=1"
+    [[ $(id -u) == 0 ]] || die "nginx, vsftpd, sshd, tinyproxy or openssl missing; run as root to install them"
+    say "installing nginx vsftpd openssh-server tinyproxy openssl"
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx vsftpd openssh-server >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx vsftpd openssh-server tinyproxy openssl >/dev/null
     nginx_bin=$(find_bin nginx /usr/sbin/nginx) || die "no nginx after install"
     vsftpd_bin=$(find_bin vsftpd /usr/sbin/vsftpd) || die "no vsftpd after install"
     sshd_bin=$(find_bin sshd /usr/sbin/sshd) || die "no sshd after install"
     sftp_server=$(find_bin sftp-server /usr/lib/openssh/sftp-server /usr/libexec/openssh/sftp-server) || die "no sftp-server after install"
+    tinyproxy_bin=$(find_bin tinyproxy /usr/bin/tinyproxy /usr/sbin/tinyproxy) || die "no tinyproxy after install"
+    openssl_bin=$(find_bin openssl /usr/bin/openssl) || die "no openssl after install"
+fi
+# aria2c: cli/tests/metalink.rs feeds it the .meta4 it feeds hydra (that check skips without it).
+if ! command -v aria2c >/dev/null && [[ ${INTEROP_NO_INSTALL:-0} != 1 && $(id -u) == 0 ]]; then
+    say "installing aria2"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq aria2 >/dev/null || say "aria2 not installed"
 fi
 
 say "building hydra and faultnet"
@@ -79,8 +95,21 @@ chmod 755 "$work/www" && chmod 644 "$work/www/object.bin"
 sha=$(sha256sum "$work/www/object.bin" | cut -d' ' -f1)
 say "object: $size bytes, sha256 $sha"
 
+# A private CA and a certificate for 127.0.0.1 signed by it, for nginx's HTTPS listener
+# (hydra trusts the CA with --cacert).
+tls_ext=$'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth'
+{
+    "$openssl_bin" req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj /CN=hydra-interop-ca -keyout "$work/ca.key" -out "$work/ca.crt" &&
+        "$openssl_bin" req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+            -subj /CN=127.0.0.1 -keyout "$work/tls.key" -out "$work/tls.csr" &&
+        "$openssl_bin" x509 -req -in "$work/tls.csr" -CA "$work/ca.crt" -CAkey "$work/ca.key" \
+            -CAcreateserial -days 2 -extfile <(printf '%s\n' "$tls_ext") -out "$work/tls.crt"
+} 2>"$work/openssl.err" || die "openssl could not make the HTTPS certificate: $(tail -1 "$work/openssl.err")"
+
 # nginx
 hp=$(free_port)
+hsp=$(free_port)
 cat >"$work/nginx.conf" <<CONF
 daemon off;
 worker_processes 1;
@@ -95,6 +124,12 @@ http {
     uwsgi_temp_path $work/nginx-uwsgi;
     scgi_temp_path $work/nginx-scgi;
     server { listen 127.0.0.1:$hp; root $work/www; }
+    server {
+        listen 127.0.0.1:$hsp ssl;
+        root $work/www;
+        ssl_certificate $work/tls.crt;
+        ssl_certificate_key $work/tls.key;
+    }
 }
 CONF
 "$nginx_bin" -p "$work" -c "$work/nginx.conf" &
@@ -153,21 +188,28 @@ CONF
 pids+=($!)
 
 wait_port "$hp" nginx
+wait_port "$hsp" nginx-https
 wait_port "$fp" vsftpd
 wait_port "$sp" sshd
 user=$(id -un)
 http_url="http://127.0.0.1:$hp/object.bin"
+https_url="https://127.0.0.1:$hsp/object.bin"
 ftp_url="ftp://127.0.0.1:$fp/object.bin"
 sftp_url="sftp://$user@127.0.0.1:$sp$work/www/object.bin"
 sftp_flags=(--known-hosts "$work/known_hosts" -i "$work/id_ed25519")
 
-fetch() { # name, hydra get arguments...
+fetch() { # name, hydra get arguments... (FETCH_VERBOSE_TO=FILE: -v, stderr to FILE)
     local name=$1; shift
     local out="$work/out.$name"
     local t0 rc=0
+    local cmd=(timeout 120 "$hydra" get --timeout 10 --fixed-connections 4
+        --checksum "sha256=$sha" -o "$out" "$@")
     t0=$(date +%s%N)
-    timeout 120 "$hydra" get -q --timeout 10 --fixed-connections 4 \
-        --checksum "sha256=$sha" -o "$out" "$@" || rc=$?
+    if [[ -n ${FETCH_VERBOSE_TO:-} ]]; then
+        "${cmd[@]}" -v 2>"$FETCH_VERBOSE_TO" || rc=$?
+    else
+        "${cmd[@]}" -q || rc=$?
+    fi
     [[ $rc == 0 ]] || die "$name: hydra get failed (exit $rc)"
     local got
     got=$(sha256sum "$out" | cut -d' ' -f1)
@@ -177,9 +219,46 @@ fetch() { # name, hydra get arguments...
 }
 
 fetch nginx "$http_url"
+fetch nginx-https --cacert "$work/ca.crt" "$https_url"
 fetch vsftpd "$ftp_url"
 fetch openssh-sftp "${sftp_flags[@]}" "$sftp_url"
 fetch all-three-as-mirrors "${sftp_flags[@]}" "$http_url" "$ftp_url" "$sftp_url"
+
+# SFTP by an ssh config alias: host (HostName), port, user, key and known_hosts come from
+# ~/.ssh/config of a temporary HOME alone; the key is passphrase-protected and signed by an
+# ssh-agent that holds it (loaded through SSH_ASKPASS). `Host *` after the alias sets a port
+# nothing listens on: the first value obtained must win.
+ssh-keygen -q -t ed25519 -N 'interop-passphrase' -f "$work/id_agent"
+cat "$work/id_agent.pub" >>"$work/authorized_keys"
+mkdir -p "$work/home/.ssh"
+cat >"$work/home/.ssh/config" <<CONF
+Host interop-alias
+    HostName 127.0.0.1
+    Port $sp
+    User $user
+    IdentityFile $work/id_agent
+    IdentitiesOnly yes
+    UserKnownHostsFile $work/known_hosts
+Host *
+    Port 1
+    User nobody-here
+CONF
+printf '#!/bin/sh\necho interop-passphrase\n' >"$work/askpass"
+chmod 700 "$work/askpass"
+ssh-agent -D -a "$work/agent.sock" >/dev/null 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do [[ -S $work/agent.sock ]] && break; sleep 0.1; done
+[[ -S $work/agent.sock ]] || die "ssh-agent did not create its socket"
+SSH_AUTH_SOCK=$work/agent.sock SSH_ASKPASS=$work/askpass SSH_ASKPASS_REQUIRE=force DISPLAY=none \
+    ssh-add -q "$work/id_agent" </dev/null || die "ssh-add of the passphrase-protected key failed"
+alias_url="sftp://interop-alias$work/www/object.bin"
+# Without the agent the encrypted key is skipped (no terminal to ask): refused, key named.
+if HOME=$work/home SSH_AUTH_SOCK= timeout 60 "$hydra" get -q --timeout 10 -o "$work/out.noagent" \
+    "$alias_url" </dev/null 2>"$work/noagent.err"; then
+    die "openssh-sftp-alias: fetched without the agent holding the encrypted key"
+fi
+grep -q "id_agent" "$work/noagent.err" || die "openssh-sftp-alias: the skipped key is not named: $(cat "$work/noagent.err")"
+HOME=$work/home SSH_AUTH_SOCK=$work/agent.sock fetch openssh-sftp-alias "$alias_url" </dev/null
 
 # The same three behind faultnet links (20 ms each way, 3 MB/s each; FTP-aware for vsftpd).
 proxy() { # proxy port, upstream port, extra flags... (runs in this shell, so it is cleaned up)
@@ -195,5 +274,8 @@ echo "[127.0.0.1]:$psp $(cut -d' ' -f1,2 "$work/host_key.pub")" >>"$work/known_h
 fetch mirrors-through-faultnet "${sftp_flags[@]}" \
     "http://127.0.0.1:$php/object.bin" "ftp://127.0.0.1:$pfp/object.bin" \
     "sftp://$user@127.0.0.1:$psp$work/www/object.bin"
+
+# Through tinyproxy, a real HTTP CONNECT proxy.
+source "$repo/conformance/interop/proxy.sh"
 
 say "all fetches byte-exact"

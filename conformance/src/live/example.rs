@@ -38,14 +38,9 @@ use super::origin::{LiveOrigin, OriginFactory, OriginFault};
 use super::LiveError;
 
 /// What the rangeline scheme declares.
-pub const EXAMPLE_CAPABILITIES: Capabilities = Capabilities {
-    ranged: true,
-    client_bounded_ranges: true,
-    preempt_cost_rtt: 0.0,
-    has_validators: true,
-    pipelined: false,
-    max_connections_per_host: None,
-};
+pub const EXAMPLE_CAPABILITIES: Capabilities = Capabilities::new()
+    .with_ranged(true)
+    .with_preempt_cost_rtt(0.0);
 
 /// A deliberate contract violation, for testing the suite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,9 +163,9 @@ impl ExampleScheme {
                 if a.parse::<u64>().ok() != Some(lo) || b.parse::<u64>().ok() != Some(hi) {
                     return Err(Self::err(
                         endpoint,
-                        ErrorKind::ContentRangeMismatch {
+                        ErrorKind::WrongRange {
                             asked: ByteRange::new(lo, hi),
-                            got: format!("{a}-{b}"),
+                            got: format!("DATA {a} {b}"),
                         },
                     ));
                 }

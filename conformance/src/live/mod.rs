@@ -6,9 +6,19 @@
 //! ```no_run
 //! # async fn t() -> Result<(), hydra_conformance::live::LiveError> {
 //! use hydra_conformance::live::{run_suite, schemes, SuiteOptions};
-//! let report = run_suite(schemes::http(), &SuiteOptions::quick()).await;
+//! let report = run_suite(schemes::example(), &SuiteOptions::quick()).await;
 //! assert!(report.failures().next().is_none(), "{report:#?}");
 //! # Ok(()) }
+//! ```
+//!
+//! or, one test per trial (`cargo test -p my-scheme conformance::preempt_cost` runs one), a
+//! `harness = false` test whose `main` is [`Harness::main`]:
+//!
+//! ```no_run
+//! use hydra_conformance::live::{schemes, Harness};
+//! fn main() -> std::process::ExitCode {
+//!     Harness::new(|| Ok(schemes::example())).main()
+//! }
 //! ```
 //!
 //! # Trials
@@ -41,8 +51,13 @@
 //! | `capability_unranged_streams_from_zero` | capability | — |
 //! | `capability_connection_ceiling` | capability | — |
 //! | `scenario_<name>` | scenario (coverage, makespan live vs sim) | `ranged` |
+//!
+//! Trials that inject faults on the wire (resets, cuts, stalls, dead links, an emulated round
+//! trip) also need a [`Transport`] the emulator can reach: a scheme reading local storage
+//! ([`Transport::Local`]) skips them with that reason.
 
 pub mod example;
+mod harness;
 mod hostile;
 pub mod origin;
 mod preempt;
@@ -56,7 +71,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use faultnet::scenario::Scenario;
-use hydra_scheme::Scheme;
+use hydra_scheme::{Scheme, Transport};
+
+pub use harness::Harness;
 
 pub use origin::{LiveOrigin, OriginFactory, OriginFault};
 pub use report::{
@@ -85,15 +102,17 @@ pub enum LiveError {
     Probe(String),
 }
 
-/// A scheme and where to find origins for it.
+/// A scheme, where to find origins for it, and the failures it is known to have.
 #[derive(Clone)]
 pub struct SchemeUnderTest {
     /// The plugin.
     pub scheme: Arc<dyn Scheme>,
     /// Starts origins serving the object.
     pub origin_factory: Arc<dyn OriginFactory>,
-    /// Put faultnet in FTP mode (rewrite passive replies so data connections cross the link).
-    pub ftp: bool,
+    /// Trials this scheme is known to fail, each with why (rclone's per-backend lists): they
+    /// run and are reported, but do not fail a suite run; under [`Harness`] they are ignored
+    /// tests (`cargo test -- --ignored` runs them).
+    pub known_failures: Vec<KnownFailure>,
 }
 
 impl std::fmt::Debug for SchemeUnderTest {
@@ -101,19 +120,36 @@ impl std::fmt::Debug for SchemeUnderTest {
         f.debug_struct("SchemeUnderTest")
             .field("scheme", &self.scheme.name())
             .field("origin", &self.origin_factory.name())
-            .field("ftp", &self.ftp)
+            .field("transport", &self.scheme.transport())
+            .field("known_failures", &self.known_failures.len())
             .finish()
     }
 }
 
 impl SchemeUnderTest {
-    /// `scheme` against origins from `origin_factory`, faultnet in plain TCP mode.
+    /// `scheme` against origins from `origin_factory`, with no known failures.
     pub fn new(scheme: Arc<dyn Scheme>, origin_factory: Arc<dyn OriginFactory>) -> Self {
         SchemeUnderTest {
             scheme,
             origin_factory,
-            ftp: false,
+            known_failures: Vec::new(),
         }
+    }
+
+    /// Adds a known failure of `trial` (a name of [`TRIALS`]), with why.
+    pub fn known_failure(mut self, trial: &str, why: &str) -> Self {
+        self.known_failures.push(KnownFailure {
+            scheme: self.scheme.name().to_owned(),
+            trial: trial.to_owned(),
+            why: why.to_owned(),
+        });
+        self
+    }
+
+    /// Whether faultnet must rewrite announced data addresses (FTP's passive replies) so
+    /// that data connections cross the emulated link too.
+    pub(crate) fn announced_data(&self) -> bool {
+        self.scheme.transport() == Transport::TcpWithAnnouncedData
     }
 }
 
@@ -134,6 +170,7 @@ impl SchemeUnderTest {
 /// | `trial_timeout` | 40 s | 40 s |
 /// | `only` | every trial | every trial |
 /// | `seed` | 1 | 1 |
+/// | `known_failures` | none (each scheme lists its own) | none |
 #[derive(Debug, Clone)]
 pub struct SuiteOptions {
     /// Object size of the coverage, liveness and bad-server trials.
@@ -159,11 +196,13 @@ pub struct SuiteOptions {
     pub scenario_size_cap: u64,
     /// Bound on each trial.
     pub trial_timeout: Duration,
-    /// Run only trials whose name contains one of these (others are reported as skipped).
+    /// Run only trials whose name contains one of these (others are reported as skipped); an
+    /// entry that matches no trial is a failed `setup` trial, not a silent skip.
     pub only: Option<Vec<String>>,
     /// Seed of the faultnet draws and the object content.
     pub seed: u64,
-    /// Failures that are known and explained (reported, but they do not fail the run).
+    /// Failures known and explained beyond the scheme's own
+    /// ([`SchemeUnderTest::known_failures`]); reported, but they do not fail the run.
     pub known_failures: Vec<KnownFailure>,
 }
 
@@ -178,38 +217,6 @@ pub struct KnownFailure {
     pub trial: String,
     /// Why it fails and where it is to be fixed.
     pub why: String,
-}
-
-/// The failures known today, each with why (see `docs/results/conformance.md`).
-pub fn known_failures() -> Vec<KnownFailure> {
-    let k = |scheme: &str, trial: &str, why: &str| KnownFailure {
-        scheme: scheme.into(),
-        trial: trial.into(),
-        why: why.into(),
-    };
-    vec![
-        k(
-            "sftp",
-            "coverage_under_reset",
-            "intermittent liveness: after every connection is reset once, progress sometimes \
-             stops for longer than W (3.7 s against 2.6 s seen) before a new session delivers; \
-             to be traced in the SFTP scheme's reconnect path",
-        ),
-        k(
-            "sftp",
-            "coverage_under_truncation",
-            "intermittent liveness on a loaded machine: 3.85 s without progress against W = \
-             3.19 s after a cut, while a new SSH session was set up (debug build, a full CI \
-             build running alongside); same cause to trace as coverage_under_reset",
-        ),
-        k(
-            "sftp",
-            "preempt_cost",
-            "intermittent: the cost is the drain of the reads already in flight, which depends \
-             on how far the adaptive window had grown; medians of 0.63 and 0.98 RTT were seen \
-             in two runs, against the 0.8 declared",
-        ),
-    ]
 }
 
 /// Added to W for the engine's tick and backoff granularity and a loaded 2-core machine.
@@ -231,7 +238,7 @@ impl Default for SuiteOptions {
             trial_timeout: Duration::from_secs(40),
             only: None,
             seed: 1,
-            known_failures: known_failures(),
+            known_failures: Vec::new(),
         }
     }
 }
@@ -272,69 +279,114 @@ impl SuiteOptions {
             .as_ref()
             .is_none_or(|v| v.iter().any(|s| trial.contains(s.as_str())))
     }
+
+    /// Every trial name a run with these options has: [`TRIALS`], then one per scenario.
+    pub fn trial_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = TRIALS.iter().map(|t| (*t).to_owned()).collect();
+        names.extend(
+            self.scenarios
+                .iter()
+                .map(|s| format!("scenario_{}", s.name)),
+        );
+        names
+    }
+
+    /// The `only` entries that match no trial (a misspelling).
+    pub fn unmatched_only(&self) -> Vec<String> {
+        let names = self.trial_names();
+        self.only
+            .iter()
+            .flatten()
+            .filter(|o| !names.iter().any(|n| n.contains(o.as_str())))
+            .cloned()
+            .collect()
+    }
+
+    fn known_failure<'a>(&'a self, sut: &'a SchemeUnderTest, trial: &str) -> Option<&'a str> {
+        let name = sut.scheme.name();
+        sut.known_failures
+            .iter()
+            .chain(&self.known_failures)
+            .find(|k| (k.scheme == "*" || k.scheme == name) && k.trial == trial)
+            .map(|k| k.why.as_str())
+    }
 }
 
 /// Runs every trial of [`TRIALS`] (and one per scenario) against one scheme, one after the
 /// other. Never panics on a plugin's misbehaviour: that is a failed trial.
 pub async fn run_suite(sut: SchemeUnderTest, opts: &SuiteOptions) -> SchemeReport {
-    let name = sut.scheme.name().to_owned();
-    let caps = sut.scheme.capabilities();
     let mut report = SchemeReport {
-        scheme: name.clone(),
+        scheme: sut.scheme.name().to_owned(),
         origin: sut.origin_factory.name().to_owned(),
-        capabilities: format!("{caps:?}"),
+        capabilities: format!("{:?}", sut.scheme.capabilities()),
         trials: Vec::new(),
         preempt: None,
         scenarios: Vec::new(),
     };
-    let mut names: Vec<String> = TRIALS.iter().map(|t| (*t).to_owned()).collect();
-    names.extend(
-        opts.scenarios
-            .iter()
-            .map(|s| format!("scenario_{}", s.name)),
-    );
-    for trial in names {
-        let started = Instant::now();
-        let (outcome, detail) = if !opts.selected(&trial) {
-            (Outcome::skip("not selected (--only)"), String::new())
-        } else if let Some(why) = trials::gate(&trial, &caps) {
-            (Outcome::skip(why), String::new())
-        } else {
-            let run = trials::run(&trial, &sut, opts, &mut report);
-            match tokio::time::timeout(opts.trial_timeout, run).await {
-                Ok(r) => r,
-                Err(_) => (
-                    Outcome::fail(
-                        Check::Liveness,
-                        format!("the trial did not end within {:?}", opts.trial_timeout),
-                    ),
-                    String::new(),
-                ),
-            }
-        };
-        let known = opts
-            .known_failures
-            .iter()
-            .find(|k| (k.scheme == "*" || k.scheme == name) && k.trial == trial)
-            .map(|k| k.why.clone());
+    for entry in opts.unmatched_only() {
         report.trials.push(TrialResult {
-            name: format!("conformance::{name}::{trial}"),
-            known_failure: known.filter(|_| outcome.is_fail()),
-            trial,
-            outcome,
-            seconds: report::secs(started.elapsed()),
-            detail,
+            name: format!("conformance::{}::only", report.scheme),
+            trial: "only".into(),
+            outcome: Outcome::fail(
+                Check::Setup,
+                format!("--only {entry:?} matches no trial (a misspelled name?)"),
+            ),
+            known_failure: None,
+            seconds: 0.0,
+            detail: String::new(),
         });
     }
+    for trial in opts.trial_names() {
+        let result = run_trial(&sut, &trial, opts, &mut report).await;
+        report.trials.push(result);
+    }
     report
+}
+
+/// Runs one trial (a name of [`SuiteOptions::trial_names`]) against `sut`, within
+/// `opts.trial_timeout`; the preempt-cost and scenario trials also fill their rows of `report`.
+pub async fn run_trial(
+    sut: &SchemeUnderTest,
+    trial: &str,
+    opts: &SuiteOptions,
+    report: &mut SchemeReport,
+) -> TrialResult {
+    let started = Instant::now();
+    let (outcome, detail) = if !opts.selected(trial) {
+        (Outcome::skip("not selected (--only)"), String::new())
+    } else if let Some(why) = trials::gate(trial, sut) {
+        (Outcome::skip(why), String::new())
+    } else {
+        let run = trials::run(trial, sut, opts, report);
+        match tokio::time::timeout(opts.trial_timeout, run).await {
+            Ok(r) => r,
+            Err(_) => (
+                Outcome::fail(
+                    Check::Liveness,
+                    format!("the trial did not end within {:?}", opts.trial_timeout),
+                ),
+                String::new(),
+            ),
+        }
+    };
+    let known = opts.known_failure(sut, trial).map(str::to_owned);
+    TrialResult {
+        name: format!("conformance::{}::{trial}", sut.scheme.name()),
+        known_failure: known.filter(|_| outcome.is_fail()),
+        trial: trial.to_owned(),
+        outcome,
+        seconds: report::secs(started.elapsed()),
+        detail,
+    }
 }
 
 /// Runs [`run_suite`] for each scheme in turn.
 pub async fn run_all(suts: Vec<SchemeUnderTest>, opts: &SuiteOptions) -> SuiteReport {
     let mut out = SuiteReport::default();
     for sut in suts {
+        let known = sut.known_failures.clone();
         let r = run_suite(sut, opts).await;
-        for k in &opts.known_failures {
+        for k in known.iter().chain(&opts.known_failures) {
             let passed = r
                 .trial(&k.trial)
                 .is_some_and(|t| t.outcome == Outcome::Pass);

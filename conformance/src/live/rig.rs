@@ -74,9 +74,15 @@ impl Rig {
             links,
             events,
         };
-        let proxy = Proxy::start_scenario(&scenario, ScenarioOptions { seed, ftp: sut.ftp })
-            .await
-            .map_err(|e| LiveError::Proxy(e.to_string()))?;
+        let proxy = Proxy::start_scenario(
+            &scenario,
+            ScenarioOptions {
+                seed,
+                ftp: sut.announced_data(),
+            },
+        )
+        .await
+        .map_err(|e| LiveError::Proxy(e.to_string()))?;
         let urls = proxy
             .local_addrs()
             .into_iter()
@@ -111,7 +117,7 @@ impl Rig {
             &scenario,
             ScenarioOptions {
                 seed: 1,
-                ftp: sut.ftp,
+                ftp: sut.announced_data(),
             },
         )
         .await

@@ -12,7 +12,7 @@ use faultnet::toxic::{Stream, Toxic, ToxicKind};
 use faultnet::units::Dur;
 use hydra_scheme::{
     Capabilities, Endpoint, Engine, EngineError, FetchOutcome, FetchRequest, MemorySink, Probe,
-    Probed, RangeSet, Scheme, SchemeError, Sink,
+    Probed, RangeSet, Scheme, SchemeError, Sink, Transport,
 };
 
 use super::origin::{LiveOrigin, OriginFault};
@@ -49,9 +49,26 @@ pub const TRIALS: &[&str] = &[
     "hostile_mirror_of_another_object",
 ];
 
-/// Why `trial` cannot run for a scheme declaring `caps`, if it cannot.
-pub(crate) fn gate(trial: &str, caps: &Capabilities) -> Option<String> {
-    let needs_ranged = matches!(
+/// Why `trial` cannot run for `sut`, if it cannot: it needs ranged reads the scheme does not
+/// declare, or faults on a wire the scheme's transport never crosses.
+pub(crate) fn gate(trial: &str, sut: &SchemeUnderTest) -> Option<String> {
+    let caps = sut.scheme.capabilities();
+    if needs_ranged(trial) && !caps.ranged {
+        return Some(
+            "needs ranged reads; the scheme declares `ranged: false` (one stream from byte 0)"
+                .into(),
+        );
+    }
+    let transport = sut.scheme.transport();
+    (needs_wire(trial) && transport == Transport::Local).then(|| {
+        "needs faults on the wire; the scheme's transport is local I/O, which faultnet cannot \
+         reach"
+            .into()
+    })
+}
+
+fn needs_ranged(trial: &str) -> bool {
+    matches!(
         trial,
         "coverage_four_connections"
             | "coverage_two_sources"
@@ -60,9 +77,50 @@ pub(crate) fn gate(trial: &str, caps: &Capabilities) -> Option<String> {
             | "liveness_all_sources_dead_then_resume"
             | "preempt_cost"
     ) || trial.starts_with("scenario_")
-        || trial.starts_with("hostile_mirror_");
-    (needs_ranged && !caps.ranged).then(|| {
-        "needs ranged reads; the scheme declares `ranged: false` (one stream from byte 0)".into()
+        || trial.starts_with("hostile_mirror_")
+}
+
+/// Trials whose check is a fault or a delay injected by faultnet between scheme and origin.
+fn needs_wire(trial: &str) -> bool {
+    matches!(
+        trial,
+        "coverage_under_reset"
+            | "coverage_under_truncation"
+            | "coverage_under_stall"
+            | "liveness_one_source_dies"
+            | "liveness_one_source_hangs"
+            | "liveness_all_sources_dead_then_resume"
+            | "preempt_cost"
+            | "bad_server_refuses_connections"
+            | "bad_server_resets_every_connection"
+            | "capability_unranged_streams_from_zero"
+    ) || trial.starts_with("scenario_")
+}
+
+/// What a trial needs from the origin beyond serving the object.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum OriginNeed {
+    /// The origin can be switched into this fault.
+    Fault(OriginFault),
+    /// The origin can replace its object.
+    Replace,
+}
+
+/// The origin ability `trial` needs, if any (the harness asks an origin before listing).
+pub(crate) fn origin_need(trial: &str) -> Option<OriginNeed> {
+    Some(match trial {
+        "bad_server_ignores_ranges" => OriginNeed::Fault(OriginFault::IgnoreRanges),
+        "bad_server_truncates_every_response" => {
+            OriginNeed::Fault(OriginFault::TruncateEvery { after: 64 * 1024 })
+        }
+        "bad_server_wrong_range" => OriginNeed::Fault(OriginFault::WrongRange),
+        "bad_server_refuses_requests" => OriginNeed::Fault(OriginFault::RefuseRequests),
+        "hostile_mirror_misplaced_start" => OriginNeed::Fault(OriginFault::MisplacedStart),
+        "hostile_mirror_encoded_ranges" => OriginNeed::Fault(OriginFault::EncodedRanges),
+        "hostile_mirror_drops_validators" => OriginNeed::Fault(OriginFault::DropValidators),
+        "hostile_mirror_trickles" => OriginNeed::Fault(OriginFault::Trickle { rate: 200 }),
+        "bad_server_replaces_object" | "hostile_mirror_of_another_object" => OriginNeed::Replace,
+        _ => return None,
     })
 }
 
@@ -642,6 +700,9 @@ impl Scheme for Recording {
     fn capabilities(&self) -> Capabilities {
         self.caps
     }
+    fn transport(&self) -> Transport {
+        self.inner.transport()
+    }
     async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
         self.inner.probe(endpoint).await
     }
@@ -661,10 +722,7 @@ impl Scheme for Recording {
 /// Declared `ranged: false` (with a truncation mid-stream forcing a second request): every
 /// fetch must start at byte 0, and the file must be byte-exact.
 async fn unranged(sut: &SchemeUnderTest, opts: &SuiteOptions) -> Res {
-    let caps = Capabilities {
-        ranged: false,
-        ..sut.scheme.capabilities()
-    };
+    let caps = sut.scheme.capabilities().with_ranged(false);
     let rec = Recording::new(sut.scheme.clone(), caps);
     let wrapped = SchemeUnderTest {
         scheme: rec.clone(),
@@ -686,10 +744,10 @@ async fn unranged(sut: &SchemeUnderTest, opts: &SuiteOptions) -> Res {
 /// Declared `max_connections_per_host: Some(1)` with 4 connections asked for: never more than
 /// one fetch at a time.
 async fn ceiling(sut: &SchemeUnderTest, opts: &SuiteOptions) -> Res {
-    let caps = Capabilities {
-        max_connections_per_host: Some(1),
-        ..sut.scheme.capabilities()
-    };
+    let caps = sut
+        .scheme
+        .capabilities()
+        .with_max_connections_per_host(Some(1));
     let rec = Recording::new(sut.scheme.clone(), caps);
     let wrapped = SchemeUnderTest {
         scheme: rec.clone(),
