@@ -1,4 +1,10 @@
-//! `--checksum ALGO=HEX`: sha256, sha512, or md5 (legacy mirrors only publish that).
+//! `--checksum ALGO=HEX` and `--checksum-file`: md5 (legacy mirrors only publish that), sha1,
+//! sha256, sha512 and blake3, checked over the whole object.
+
+mod load;
+mod sums;
+
+pub use load::{from_file, SumsAt};
 
 use sha2::Digest;
 use std::io::Read;
@@ -7,7 +13,7 @@ use std::path::Path;
 /// An expected digest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checksum {
-    /// `sha256`, `sha512` or `md5`.
+    /// The algorithm.
     pub algo: Algo,
     /// The expected digest, lower-case hex.
     pub hex: String,
@@ -16,27 +22,125 @@ pub struct Checksum {
 /// A digest algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Algo {
+    /// MD5 (legacy).
+    Md5,
+    /// SHA-1 (legacy).
+    Sha1,
     /// SHA-256.
     Sha256,
     /// SHA-512.
     Sha512,
-    /// MD5 (legacy).
-    Md5,
+    /// BLAKE3 (256-bit output).
+    Blake3,
 }
 
+/// The algorithms' names, as listed in errors.
+pub const ALGOS: &str = "md5, sha1, sha256, sha512, blake3";
+
 impl Algo {
-    fn name(self) -> &'static str {
+    /// The lower-case name (`sha256`).
+    pub fn name(self) -> &'static str {
         match self {
+            Algo::Md5 => "md5",
+            Algo::Sha1 => "sha1",
             Algo::Sha256 => "sha256",
             Algo::Sha512 => "sha512",
-            Algo::Md5 => "md5",
+            Algo::Blake3 => "blake3",
         }
     }
-    fn hex_len(self) -> usize {
+
+    /// Hex digits in a digest.
+    pub fn hex_len(self) -> usize {
         match self {
-            Algo::Sha256 => 64,
-            Algo::Sha512 => 128,
             Algo::Md5 => 32,
+            Algo::Sha1 => 40,
+            Algo::Sha256 | Algo::Blake3 => 64,
+            Algo::Sha512 => 128,
+        }
+    }
+
+    /// The algorithm a name spells (`SHA256`, `sha-256`, `b3`), case-insensitive.
+    pub fn parse(s: &str) -> Option<Algo> {
+        Some(match s.to_ascii_lowercase().replace('-', "").as_str() {
+            "md5" => Algo::Md5,
+            "sha1" => Algo::Sha1,
+            "sha256" => Algo::Sha256,
+            "sha512" => Algo::Sha512,
+            "blake3" | "b3" => Algo::Blake3,
+            _ => return None,
+        })
+    }
+
+    /// A running digest of this algorithm.
+    pub fn hasher(self) -> Hasher {
+        match self {
+            Algo::Md5 => Hasher::Md5(md5::Md5::new()),
+            Algo::Sha1 => Hasher::Sha1(sha1::Sha1::new()),
+            Algo::Sha256 => Hasher::Sha256(sha2::Sha256::new()),
+            Algo::Sha512 => Hasher::Sha512(sha2::Sha512::new()),
+            Algo::Blake3 => Hasher::Blake3(Box::new(blake3::Hasher::new())),
+        }
+    }
+}
+
+impl std::str::FromStr for Algo {
+    type Err = ChecksumError;
+    fn from_str(s: &str) -> Result<Self, ChecksumError> {
+        Algo::parse(s).ok_or_else(|| ChecksumError::UnknownAlgorithm(s.to_owned()))
+    }
+}
+
+/// Why a text is not a [`Checksum`] (or an [`Algo`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChecksumError {
+    /// No `=` (or `:`) between the algorithm and the digest.
+    #[error("expected ALGO=HEX ({ALGOS})")]
+    NotAlgoEqualsHex,
+    /// An algorithm hydra does not know.
+    #[error("unknown algorithm \"{}\" ({ALGOS})", hydra_scheme::text::sanitize(.0))]
+    UnknownAlgorithm(String),
+    /// The digest is not as many hex digits as the algorithm gives.
+    #[error("a {} digest is {} hex digits", .0.name(), .0.hex_len())]
+    BadDigest(Algo),
+}
+
+/// A digest being computed, fed in order.
+pub enum Hasher {
+    /// MD5.
+    Md5(md5::Md5),
+    /// SHA-1.
+    Sha1(sha1::Sha1),
+    /// SHA-256.
+    Sha256(sha2::Sha256),
+    /// SHA-512.
+    Sha512(sha2::Sha512),
+    /// BLAKE3 (boxed: its state is large).
+    Blake3(Box<blake3::Hasher>),
+}
+
+impl Hasher {
+    /// Feeds the next bytes.
+    pub fn update(&mut self, b: &[u8]) {
+        match self {
+            Hasher::Md5(h) => h.update(b),
+            Hasher::Sha1(h) => h.update(b),
+            Hasher::Sha256(h) => h.update(b),
+            Hasher::Sha512(h) => h.update(b),
+            Hasher::Blake3(h) => {
+                h.update(b);
+            }
+        }
+    }
+
+    /// The digest, lower-case hex.
+    pub fn finish_hex(self) -> String {
+        match self {
+            Hasher::Md5(h) => hex(&h.finalize()),
+            Hasher::Sha1(h) => hex(&h.finalize()),
+            Hasher::Sha256(h) => hex(&h.finalize()),
+            Hasher::Sha512(h) => hex(&h.finalize()),
+            Hasher::Blake3(h) => h.finalize().to_hex().to_string(),
         }
     }
 }
@@ -47,31 +151,26 @@ impl std::fmt::Display for Checksum {
     }
 }
 
-impl std::str::FromStr for Checksum {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (a, h) = s
-            .split_once(['=', ':'])
-            .ok_or_else(|| format!("--checksum {s}: expected ALGO=HEX (sha256, sha512, md5)"))?;
-        let algo = match a.to_ascii_lowercase().as_str() {
-            "sha256" | "sha-256" => Algo::Sha256,
-            "sha512" | "sha-512" => Algo::Sha512,
-            "md5" => Algo::Md5,
-            other => {
-                return Err(format!(
-                    "--checksum: unknown algorithm {other:?} (sha256, sha512, md5)"
-                ))
-            }
-        };
-        let hex = h.trim().to_ascii_lowercase();
+impl Checksum {
+    /// `hex` as a digest of `algo` (either case; surrounding blanks ignored), or why it
+    /// cannot be one.
+    pub fn new(algo: Algo, hex: &str) -> Result<Checksum, ChecksumError> {
+        let hex = hex.trim().to_ascii_lowercase();
         if hex.len() != algo.hex_len() || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
-            return Err(format!(
-                "--checksum: a {} digest is {} hex digits",
-                algo.name(),
-                algo.hex_len()
-            ));
+            return Err(ChecksumError::BadDigest(algo));
         }
         Ok(Checksum { algo, hex })
+    }
+}
+
+impl std::str::FromStr for Checksum {
+    type Err = ChecksumError;
+    /// `ALGO=HEX` (or `ALGO:HEX`), as `--checksum` takes it: `sha256=ba7816bf...`.
+    fn from_str(s: &str) -> Result<Self, ChecksumError> {
+        let (a, h) = s
+            .split_once(['=', ':'])
+            .ok_or(ChecksumError::NotAlgoEqualsHex)?;
+        Checksum::new(a.parse()?, h)
     }
 }
 
@@ -79,24 +178,15 @@ impl std::str::FromStr for Checksum {
 pub fn digest_file(algo: Algo, path: &Path) -> std::io::Result<String> {
     let mut f = std::fs::File::open(path)?;
     let mut buf = vec![0u8; 1 << 20];
-    macro_rules! run {
-        ($h:expr) => {{
-            let mut h = $h;
-            loop {
-                let n = f.read(&mut buf)?;
-                if n == 0 {
-                    break;
-                }
-                h.update(&buf[..n]);
-            }
-            hex(&h.finalize())
-        }};
+    let mut h = algo.hasher();
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
     }
-    Ok(match algo {
-        Algo::Sha256 => run!(sha2::Sha256::new()),
-        Algo::Sha512 => run!(sha2::Sha512::new()),
-        Algo::Md5 => run!(md5::Md5::new()),
-    })
+    Ok(h.finish_hex())
 }
 
 fn hex(b: &[u8]) -> String {
@@ -123,6 +213,14 @@ mod tests {
         assert!(digest_file(Algo::Sha512, &p)
             .unwrap()
             .starts_with("ddaf35a193617aba"));
+        assert_eq!(
+            digest_file(Algo::Sha1, &p).unwrap(),
+            "a9993e364706816aba3e25717850c26c9cd0d89d"
+        );
+        assert_eq!(
+            digest_file(Algo::Blake3, &p).unwrap(),
+            "6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85"
+        );
     }
 
     #[test]
@@ -132,8 +230,21 @@ mod tests {
             .unwrap();
         assert_eq!(c.algo, Algo::Sha256);
         assert!(c.hex.starts_with("ba78"));
-        assert!("sha256=abc".parse::<Checksum>().is_err());
-        assert!("crc32=00000000".parse::<Checksum>().is_err());
+        assert_eq!(
+            "sha256=abc".parse::<Checksum>(),
+            Err(ChecksumError::BadDigest(Algo::Sha256))
+        );
+        assert_eq!(
+            "crc32=00000000".parse::<Checksum>(),
+            Err(ChecksumError::UnknownAlgorithm("crc32".into()))
+        );
+        assert_eq!(
+            "abc".parse::<Checksum>(),
+            Err(ChecksumError::NotAlgoEqualsHex)
+        );
+        assert!("sha1=a9993e364706816aba3e25717850c26c9cd0d89d"
+            .parse::<Checksum>()
+            .is_ok());
         assert!("md5:900150983cd24fb0d6963f7d28e17f72"
             .parse::<Checksum>()
             .is_ok());

@@ -27,6 +27,9 @@ pub enum Exit {
     Disk = 8,
     /// Interrupted (SIGINT / Ctrl-C) after a last checkpoint: `-c` resumes (128 + SIGINT).
     Interrupted = 130,
+    /// With `-o -`: the reader closed standard output (EPIPE); nothing is printed (128 +
+    /// SIGPIPE, the status of a program the signal ended).
+    BrokenPipe = 141,
 }
 
 impl Exit {
@@ -43,6 +46,7 @@ impl Exit {
             Exit::AllFailed => "all_failed",
             Exit::Disk => "disk",
             Exit::Interrupted => "interrupted",
+            Exit::BrokenPipe => "broken_pipe",
         }
     }
 }
@@ -70,6 +74,7 @@ mod tests {
             (Exit::AllFailed, 7),
             (Exit::Disk, 8),
             (Exit::Interrupted, 130),
+            (Exit::BrokenPipe, 141),
         ];
         for (e, n) in all {
             assert_eq!(e as u8, n, "{e:?}");

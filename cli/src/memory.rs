@@ -15,7 +15,7 @@
 //! with one line saying why; the caller warns and starts empty.
 
 use hydra_core::Remembered;
-use hydra_scheme::{Endpoint, Target};
+use hydra_scheme::Endpoint;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::os::unix::fs::DirBuilderExt;
@@ -196,11 +196,11 @@ impl HostMemory {
     }
 }
 
-/// The memory's key for `endpoint` reached through the SOCKS5 proxy at `proxy`: scheme, host
+/// The memory's key for `endpoint` reached through the proxy `proxy`: scheme, host
 /// and port, the proxy's address, and for a URL with a user name `user:` and the first 16 hex
 /// digits of SHA-256 over the user and host (two users of a mirror may be allowed different
 /// connection counts; the file names neither). Never a password, a path or a query.
-pub fn key(endpoint: &Endpoint, proxy: Option<&Target>) -> String {
+pub fn key(endpoint: &Endpoint, proxy: Option<&hydra_scheme::proxy::Proxy>) -> String {
     let mut k = format!("{}://", endpoint.url_scheme());
     k.push_str(endpoint.host());
     if let Some(p) = endpoint.port() {
@@ -220,7 +220,7 @@ pub fn key(endpoint: &Endpoint, proxy: Option<&Target>) -> String {
         }
     }
     if let Some(p) = proxy {
-        k.push_str(&format!(" via socks5h://{p}"));
+        k.push_str(&format!(" via {p}"));
     }
     k
 }
@@ -458,7 +458,7 @@ mod tests {
         let e = Endpoint::parse("https://mirror.example/x.iso").unwrap();
         let proxy = crate::schemes::parse_proxy("socks5h://u:pw@127.0.0.1:1080").unwrap();
         assert_eq!(
-            key(&e, Some(&proxy.target)),
+            key(&e, Some(&proxy)),
             "https://mirror.example:443 via socks5h://127.0.0.1:1080"
         );
     }

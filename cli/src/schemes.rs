@@ -1,71 +1,171 @@
 //! The schemes this binary speaks, built from the command line's network options, and
 //! `hydra schemes`: what each one can do.
 
+mod builtin;
+
+pub use builtin::SshConfig;
+pub(crate) use builtin::{explain_sftp, load_ssh_config, parse_header, ExtraHeader};
+
 use crate::exit::Exit;
 use clap::Args;
-use hydra_scheme::{Credentials, Registry, Target, Url};
+use hydra_scheme::proxy::{Proxy, ProxyRules, Route};
+use hydra_scheme::{Endpoint, Registry};
 use serde::Serialize;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+/// Registers one more scheme, configured from the command line's network options.
+pub type SchemeBuilder =
+    Arc<dyn Fn(&NetOptions, &mut Registry) -> Result<(), String> + Send + Sync>;
+
+/// The schemes a crate adds beside the built-in ones, to the `hydra` binary
+/// ([`crate::main_with`]) or to one download ([`crate::Download::plugins`]). A plugin
+/// registered under a built-in URL scheme replaces it.
+#[derive(Clone, Default)]
+pub struct Plugins {
+    builders: Vec<SchemeBuilder>,
+}
+
+impl Plugins {
+    /// No extra schemes.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a builder: it is called whenever the binary builds its registry (once per
+    /// `get`, `demo` or `schemes`) and registers its scheme(s) there; an `Err` is reported as
+    /// `cannot set up <scheme>: <error>`-style text and the command exits 70.
+    pub fn with(
+        mut self,
+        builder: impl Fn(&NetOptions, &mut Registry) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.builders.push(Arc::new(builder));
+        self
+    }
+
+    /// These builders, then those of `other`.
+    pub fn merge(mut self, other: Plugins) -> Self {
+        self.builders.extend(other.builders);
+        self
+    }
+}
+
+impl std::fmt::Debug for Plugins {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Plugins({} builders)", self.builders.len())
+    }
+}
+
+static INSTALLED: OnceLock<Plugins> = OnceLock::new();
+
+tokio::task_local! {
+    /// The plugins of the [`crate::Download`] this task runs.
+    static SCOPED: Plugins;
+}
+
+/// Makes `plugins` part of every registry this process builds (the first call wins).
+pub(crate) fn install(plugins: Plugins) {
+    let _ = INSTALLED.set(plugins);
+}
+
+/// Runs `f` with `plugins` part of every registry it builds, beside the installed ones.
+pub(crate) async fn scope<F: std::future::Future>(plugins: Plugins, f: F) -> F::Output {
+    SCOPED.scope(plugins, f).await
+}
+
+/// Registers the installed plugins, then the scoped ones, in `r`.
+fn register_plugins(net: &NetOptions, r: &mut Registry) -> Result<(), String> {
+    for builder in INSTALLED.get().map_or(&[][..], |p| &p.builders[..]) {
+        builder(net, r)?;
+    }
+    let scoped = SCOPED.try_with(|p| p.builders.clone()).unwrap_or_default();
+    for builder in scoped {
+        builder(net, r)?;
+    }
+    Ok(())
+}
 
 /// Network options shared by every scheme.
 #[derive(Debug, Clone, Default)]
 pub struct NetOptions {
-    /// `socks5h://[user:pass@]host:port`, for every protocol.
-    pub proxy: Option<Socks5>,
+    /// The command line's proxy (`--proxy`, whatever layer filled it): every source not
+    /// excluded by the no-proxy list uses it, and the proxy environment is not read.
+    pub proxy: Option<Proxy>,
+    /// The command line's no-proxy list (`--noproxy`): replaces `no_proxy`/`NO_PROXY`.
+    pub noproxy: Option<String>,
     /// HTTPS: do not verify the server's certificate.
     pub insecure: bool,
+    /// HTTPS and FTPS: roots trusted beside the platform's store (`--cacert`).
+    pub extra_roots: Vec<hydra_scheme::tls::CertificateDer<'static>>,
     /// SFTP: the known_hosts file (default `~/.ssh/known_hosts`).
     pub known_hosts: Option<PathBuf>,
     /// SFTP: private keys to offer.
     pub identity: Vec<PathBuf>,
     /// SFTP: accept and record the key of a host not yet in known_hosts.
     pub accept_new_host_key: bool,
+    /// SFTP: the OpenSSH client configuration applied to every URL (none when `None`).
+    pub ssh_config: Option<Arc<SshConfig>>,
+    /// SFTP: offer `~/.ssh/id_ed25519`, `id_ecdsa`, `id_rsa` when no key is configured, and
+    /// ask for the passphrase of an encrypted key on the terminal (as `ssh` does).
+    pub openssh_defaults: bool,
     /// Connect / reply / idle-read deadline for every scheme (scheme defaults otherwise).
     pub timeout: Option<Duration>,
     /// Sessions per host (FTP's own session ceiling follows it).
     pub per_host: Option<usize>,
 }
 
-/// A SOCKS5 proxy from `--proxy`.
-#[derive(Debug, Clone)]
-pub struct Socks5 {
-    /// Its address.
-    pub target: Target,
-    /// User/password, when given.
-    pub credentials: Option<Credentials>,
+impl NetOptions {
+    /// Which proxy each source uses: `--proxy`/`--noproxy`, then the process environment
+    /// with curl's rules ([`ProxyRules`]; docs/cli.md, "Proxies").
+    pub fn proxy_rules(&self) -> ProxyRules {
+        let vars = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+        ProxyRules::new(self.proxy.clone(), self.noproxy.as_deref(), vars)
+    }
 }
 
-/// Parses `socks5h://[user:pass@]host[:port]` (`socks5://` is accepted and also resolves
-/// names at the proxy: hydra never resolves a host name locally when a proxy is set).
-/// An error names the proxy without its user info.
-pub fn parse_proxy(s: &str) -> Result<Socks5, String> {
-    let shown = hydra_scheme::text::for_people(s);
-    let url = Url::parse(s).map_err(|e| format!("--proxy {shown}: {e}"))?;
-    if !matches!(url.scheme(), "socks5" | "socks5h") {
-        return Err(format!(
-            "--proxy {shown}: only socks5h://[user:pass@]host:port is supported"
-        ));
+/// How `endpoint` is reached under `rules` (its port: the URL's, else its scheme's default).
+pub fn route_of(rules: &ProxyRules, endpoint: &Endpoint) -> Route {
+    let scheme = endpoint.url_scheme();
+    let port = endpoint.port().unwrap_or(match scheme {
+        "https" => 443,
+        "ftp" | "ftps" => 21,
+        "sftp" => 22,
+        _ => 80,
+    });
+    rules.route(scheme, endpoint.host(), port)
+}
+
+/// The proxy rules' warnings (unless quiet) and, with `-v`, how each source is reached
+/// (`source 2 (ftp://h/f): proxy http://p:3128 from ALL_PROXY`), on stderr.
+pub(crate) fn explain_proxies(
+    rules: &ProxyRules,
+    inputs: &[hydra_scheme::SourceInput],
+    ui: crate::ui::Ui,
+) {
+    if !ui.quiet {
+        for w in rules.warnings() {
+            eprintln!("hydra: warning: {w}");
+        }
     }
-    let host = url
-        .host_str()
-        .filter(|h| !h.is_empty())
-        .ok_or_else(|| format!("--proxy {shown}: no host"))?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let port = url.port().unwrap_or(1080);
-    let credentials = if url.username().is_empty() {
-        None
-    } else {
-        Some(Credentials {
-            username: percent_decode(url.username()),
-            password: percent_decode(url.password().unwrap_or("")),
-        })
-    };
-    Ok(Socks5 {
-        target: Target::new(host, port),
-        credentials,
-    })
+    if !ui.verbose {
+        return;
+    }
+    for (i, input) in inputs.iter().enumerate() {
+        let url = input.endpoint.to_string();
+        let shown = hydra_scheme::text::for_people(&url);
+        let route = route_of(rules, &input.endpoint);
+        eprintln!("hydra: source {} ({shown}): {route}", i + 1);
+    }
+}
+
+/// Parses `--proxy`: `socks5h://`, `http://` or `https://` `[user:pass@]host[:port]`
+/// (`socks5://` is accepted and also resolves names at the proxy: hydra never resolves a host
+/// name locally when a proxy is set; no scheme is `http://`, as curl). An error names the
+/// proxy without its user info.
+pub fn parse_proxy(s: &str) -> Result<Proxy, String> {
+    Proxy::parse(s).map_err(|e| format!("--proxy {e}"))
 }
 
 /// `%XX` decoding for user info (invalid escapes are kept as they are).
@@ -88,63 +188,12 @@ pub fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The schemes this binary speaks (`http`, `https`, `sftp`, `ftp`, `ftps`), configured from
-/// `net`.
+/// The schemes this binary speaks (`http`, `https`, `sftp`, `ftp`, `ftps`: those of the
+/// features built in), then the plugins', configured from `net`.
 pub fn registry(net: &NetOptions) -> Result<Registry, String> {
     let mut r = Registry::new();
-
-    let mut http = hydra_scheme_http::HttpOptions::default();
-    http.tls.insecure = net.insecure;
-    if let Some(p) = &net.proxy {
-        http.socks5 = Some(hydra_scheme_http::Socks5Proxy {
-            proxy: p.target.clone(),
-            credentials: p.credentials.clone(),
-        });
-    }
-    if let Some(t) = net.timeout {
-        http.connect_timeout = t;
-        http.first_byte_timeout = t;
-        http.idle_read_timeout = t;
-    }
-    let http =
-        hydra_scheme_http::HttpScheme::new(http).map_err(|e| format!("cannot set up HTTP: {e}"))?;
-    r.register(Arc::new(http));
-
-    let mut sftp = hydra_scheme_sftp::SftpOptions::default();
-    sftp.host_keys.known_hosts = net.known_hosts.clone();
-    sftp.host_keys.accept_new = net.accept_new_host_key;
-    sftp.auth.identity_files = net.identity.clone();
-    sftp.auth.use_agent = std::env::var_os("SSH_AUTH_SOCK").is_some();
-    if let Some(p) = &net.proxy {
-        sftp.socks5 = Some(hydra_scheme_sftp::Socks5Proxy {
-            proxy: p.target.clone(),
-            credentials: p.credentials.clone(),
-        });
-    }
-    if let Some(t) = net.timeout {
-        sftp.connect_timeout = t;
-        sftp.request_timeout = t;
-    }
-    r.register(Arc::new(hydra_scheme_sftp::SftpScheme::new(sftp)));
-
-    let mut ftp = hydra_scheme_ftp::FtpOptions::default();
-    if let Some(p) = &net.proxy {
-        ftp.socks5 = Some(hydra_scheme_ftp::Socks5Proxy {
-            proxy: p.target.clone(),
-            credentials: p.credentials.clone(),
-        });
-    }
-    if let Some(t) = net.timeout {
-        ftp.connect_timeout = t;
-        ftp.reply_timeout = t;
-        ftp.idle_read_timeout = t;
-    }
-    if let Some(n) = net.per_host {
-        ftp.max_sessions_per_host = n.max(1);
-    }
-    let ftp =
-        hydra_scheme_ftp::FtpScheme::new(ftp).map_err(|e| format!("cannot set up FTP: {e}"))?;
-    r.register(Arc::new(ftp));
+    builtin::register(net, &mut r)?;
+    register_plugins(net, &mut r)?;
     Ok(r)
 }
 
@@ -165,14 +214,8 @@ pub struct SchemeRow {
     pub plugin: String,
     /// Reads can start anywhere.
     pub ranged: bool,
-    /// The client alone can end a range early.
-    pub client_bounded_ranges: bool,
     /// Round trips to stop a range early.
     pub preempt_cost_rtt: f64,
-    /// Validators prove two sources serve the same bytes.
-    pub has_validators: bool,
-    /// Several reads outstanding on one connection.
-    pub pipelined: bool,
     /// The protocol's own connection ceiling per host.
     pub max_connections_per_host: Option<usize>,
 }
@@ -187,10 +230,7 @@ pub fn rows() -> Result<Vec<SchemeRow>, String> {
                 url_scheme: u.to_owned(),
                 plugin: s.name().to_owned(),
                 ranged: c.ranged,
-                client_bounded_ranges: c.client_bounded_ranges,
                 preempt_cost_rtt: c.preempt_cost_rtt,
-                has_validators: c.has_validators,
-                pipelined: c.pipelined,
                 max_connections_per_host: c.max_connections_per_host,
             }
         })
@@ -215,19 +255,16 @@ pub fn main(args: SchemesArgs) -> Exit {
     }
     let yn = |b: bool| if b { "yes" } else { "no" };
     println!(
-        "{:<7} {:<7} {:<7} {:<15} {:<13} {:<11} {:<10} max conns/host",
-        "URL", "plugin", "ranged", "client-bounded", "preempt cost", "validators", "pipelined",
+        "{:<7} {:<7} {:<7} {:<13} max conns/host",
+        "URL", "plugin", "ranged", "preempt cost",
     );
     for r in rows {
         println!(
-            "{:<7} {:<7} {:<7} {:<15} {:<13} {:<11} {:<10} {}",
+            "{:<7} {:<7} {:<7} {:<13} {}",
             r.url_scheme,
             r.plugin,
             yn(r.ranged),
-            yn(r.client_bounded_ranges),
             format!("{} RTT", r.preempt_cost_rtt),
-            yn(r.has_validators),
-            yn(r.pipelined),
             r.max_connections_per_host
                 .map_or("-".to_owned(), |n| n.to_string())
         );
@@ -247,14 +284,18 @@ mod tests {
         let c = p.credentials.unwrap();
         assert_eq!((c.username.as_str(), c.password.as_str()), ("al@ice", "pw"));
         assert_eq!(parse_proxy("socks5://h").unwrap().target.port, 1080);
-        assert!(parse_proxy("http://h:1").is_err());
+        assert_eq!(
+            parse_proxy("http://h:3128").unwrap().to_string(),
+            "http://h:3128"
+        );
+        assert!(parse_proxy("socks4://h:1").is_err());
     }
 
     #[test]
     fn a_refused_proxy_is_named_without_its_password() {
         for bad in [
             "socks5h://al:s3cret@proxy.example:99999",
-            "http://al:s3cret@proxy.example:1",
+            "gopher://al:s3cret@proxy.example:1",
             "socks5h://al:s3cret@:1",
         ] {
             let e = parse_proxy(bad).expect_err("refused");
@@ -263,6 +304,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(all(feature = "http", feature = "ftp", feature = "sftp"))]
     fn every_protocol_is_registered() {
         let names: Vec<String> = rows().unwrap().into_iter().map(|r| r.url_scheme).collect();
         for s in ["ftp", "ftps", "http", "https", "sftp"] {

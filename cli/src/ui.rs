@@ -56,8 +56,10 @@ pub fn start_clock() {
     let _ = t0();
 }
 
-/// Writes one NDJSON event to stdout: `{"event": kind, "t": seconds since start, ...}`. Every
-/// string in it shows URLs without user info ([`redact_userinfo`]).
+/// Writes one NDJSON event to stdout: `{"event": kind, "t": seconds since start, ...}`, with
+/// `"object"` when it belongs to an object of a batch ([`crate::batch::tag`]). Every string
+/// in it shows URLs without user info ([`redact_userinfo`]). A [`crate::Download`] given an
+/// events callback receives the event there instead.
 pub fn emit(kind: &str, mut fields: Value) {
     redact_strings(&mut fields);
     if let Value::Object(m) = &mut fields {
@@ -67,7 +69,13 @@ pub fn emit(kind: &str, mut fields: Value) {
             "t".into(),
             json!((t0().elapsed().as_secs_f64() * 1000.0).round() / 1000.0),
         );
+        if let Some(object) = crate::batch::tag::current() {
+            out.insert("object".into(), object);
+        }
         out.append(m);
+        let Some(out) = crate::download::events::deliver(out) else {
+            return;
+        };
         let line = Value::Object(out).to_string();
         let mut so = std::io::stdout().lock();
         let _ = writeln!(so, "{line}");
@@ -238,6 +246,24 @@ pub async fn run(
                     say(&bars, format!("hydra: warning: {}: {why}", label(source)));
                 }
             }
+            EngineEvent::PieceFailed(f) => {
+                let by: Vec<String> = f.sources.iter().map(|&s| label(s)).collect();
+                if ui.json {
+                    let urls: Vec<_> = f.sources.iter().map(|&s| urls.get(s)).collect();
+                    emit(
+                        "piece_failed",
+                        json!({"piece": f.index, "lo": f.range.lo, "hi": f.range.hi,
+                               "algorithm": f.algorithm, "sources": f.sources, "urls": urls}),
+                    );
+                } else if !ui.quiet {
+                    let who = if by.is_empty() {
+                        "kept bytes".to_owned()
+                    } else {
+                        by.join(" and ")
+                    };
+                    say(&bars, format!("hydra: warning: {who}: {f}"));
+                }
+            }
             EngineEvent::FetchFailed { source, error } => {
                 if ui.json {
                     emit(
@@ -252,6 +278,8 @@ pub async fn run(
                     );
                 }
             }
+            // A kind of event this version does not show.
+            _ => {}
         }
     }
     if ui.json {
@@ -277,6 +305,7 @@ pub fn serving(r: &LimitReason) -> usize {
         | LimitReason::Refused { serving }
         | LimitReason::Remembered { serving }
         | LimitReason::Starved { serving } => serving,
+        _ => 0,
     }
 }
 
@@ -334,6 +363,11 @@ fn notice(
             "stalled",
             json!({"fetch": f}),
             format!("fetch {f} stalled and was reclaimed"),
+        ),
+        _ => (
+            "notice",
+            json!({}),
+            "a scheduler notice this version cannot show".to_owned(),
         ),
     }
 }

@@ -1,18 +1,45 @@
 //! The arguments of `hydra get`, and the parsers of their values.
 
-use crate::checksum::Checksum;
+use crate::checksum::{Algo, Checksum};
+use crate::schemes::ExtraHeader;
 use clap::Args;
-use hydra_scheme_http::ExtraHeader;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Arguments of `hydra get`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct GetArgs {
     /// Mirrors of one object (http, https, ftp, ftps, sftp). Every URL must serve the same
     /// bytes; a mirror that disagrees is left out with a warning.
-    #[arg(required = true, value_name = "URL")]
+    #[arg(required_unless_present_any = ["input_file", "print_config", "metalink"], conflicts_with = "input_file", value_name = "URL")]
     pub urls: Vec<String>,
+    /// Download the first object a Metalink describes (RFC 5854 .meta4, or 3.0 .metalink;
+    /// `-` reads standard input): its mirrors by priority, its size, its strongest whole-file
+    /// hash and its piece hashes checked. A lone URL argument that is a local path ending in
+    /// .meta4 or .metalink is read the same way. See "Metalink" in docs/cli.md.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["urls", "input_file"])]
+    pub metalink: Option<String>,
+    /// The size and piece hashes from --metalink, for the engine.
+    #[arg(skip)]
+    pub pieces: Option<std::sync::Arc<dyn hydra_scheme::engine::PieceCheck>>,
+    /// Download every object listed in FILE (aria2c's input-file format; `-` reads standard
+    /// input): one object per line, its mirrors separated by TABs, option lines (out=, dir=,
+    /// checksum=) indented below it. See "Batches" in docs/cli.md.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["output", "summary_json", "checksum"]
+    )]
+    pub input_file: Option<PathBuf>,
+    /// With --input-file: objects downloaded at once, sharing the --per-host and
+    /// --max-connections ceilings.
+    #[arg(
+        short = 'j',
+        long = "max-concurrent-downloads",
+        value_name = "N",
+        default_value_t = 5
+    )]
+    pub jobs: usize,
     /// Where to write the object.
     #[arg(short, long, value_name = "FILE", conflicts_with = "remote_name")]
     pub output: Option<PathBuf>,
@@ -35,16 +62,48 @@ pub struct GetArgs {
     pub no_clobber: bool,
     /// Verify the result: sha256=HEX, sha512=HEX or md5=HEX. A mismatch exits 6 and leaves
     /// nothing at FILE.
-    #[arg(long, value_name = "ALGO=HEX")]
+    #[arg(long, value_name = "ALGO=HEX", conflicts_with = "checksum_file")]
     pub checksum: Option<Checksum>,
+    /// Verify the result against the entry for the output's file name in a checksum file
+    /// (a path or a URL; GNU "HEX  NAME" or BSD "SHA256 (NAME) = HEX" lines). Read before the
+    /// download starts: a malformed file or no entry exits 2.
+    #[arg(long, value_name = "FILE|URL")]
+    pub checksum_file: Option<String>,
+    /// The algorithm of --checksum-file's GNU lines: md5, sha1, sha256, sha512, blake3
+    /// (default: the one the file's name names, else the one of the digest's length).
+    #[arg(long, value_name = "ALGO", env = "HYDRA_CHECKSUM_ALGO")]
+    pub checksum_algo: Option<Algo>,
+    /// With -o -: bytes held ahead of the write point at most (suffixes k, M, G); fetches
+    /// further ahead wait.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "16M", env = "HYDRA_STREAM_BUFFER")]
+    pub stream_buffer: u64,
+    /// Read defaults from FILE instead of $XDG_CONFIG_HOME/hydra/config.toml.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "HYDRA_CONFIG",
+        conflicts_with = "no_config"
+    )]
+    pub config: Option<PathBuf>,
+    /// Read no config file.
+    #[arg(long)]
+    pub no_config: bool,
+    /// Print each option's effective value and where it came from, and exit.
+    #[arg(long)]
+    pub print_config: bool,
     /// Write a JSON summary of the transfer here.
     #[arg(long, value_name = "PATH")]
     pub summary_json: Option<PathBuf>,
     /// Ceiling on connections over all mirrors (the count itself is measured).
-    #[arg(long, default_value_t = 16, value_name = "N")]
+    #[arg(
+        long,
+        default_value_t = 16,
+        value_name = "N",
+        env = "HYDRA_MAX_CONNECTIONS"
+    )]
     pub max_connections: usize,
     /// Ceiling on connections per mirror.
-    #[arg(long, default_value_t = 4, value_name = "N")]
+    #[arg(long, default_value_t = 4, value_name = "N", env = "HYDRA_PER_HOST")]
     pub per_host: usize,
     /// Use exactly N connections per mirror instead of measuring (for experiments).
     #[arg(long, value_name = "N")]
@@ -52,52 +111,81 @@ pub struct GetArgs {
     /// Neither use nor update the per-host memory of connection counts: search from one
     /// connection (the memory: hosts.json in $HYDRA_STATE_DIR, else $XDG_STATE_HOME/hydra,
     /// else ~/.local/state/hydra; an entry is used for a day).
-    #[arg(long)]
+    #[arg(long, env = "HYDRA_NO_HOST_MEMORY", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_host_memory: bool,
-    /// Route every connection (all protocols) through a SOCKS5 proxy; host names are resolved
-    /// by the proxy.
-    #[arg(long, value_name = "socks5h://[USER:PASS@]HOST:PORT")]
+    /// Route every connection (all protocols) through a SOCKS5 or HTTP CONNECT proxy (host
+    /// names resolved by the proxy); overrides http_proxy, HTTPS_PROXY, FTP_PROXY, ALL_PROXY.
+    #[arg(
+        long,
+        value_name = "socks5h|http|https://[USER:PASS@]HOST:PORT",
+        env = "HYDRA_PROXY",
+        hide_env_values = true
+    )]
     pub proxy: Option<String>,
+    /// Hosts reached directly, never through a proxy (comma-separated: host, .domain, IP,
+    /// CIDR, host:port, or *); overrides NO_PROXY.
+    #[arg(long, value_name = "LIST")]
+    pub noproxy: Option<String>,
     /// HTTPS: do not verify server certificates.
-    #[arg(short = 'k', long)]
+    #[arg(short = 'k', long, env = "HYDRA_INSECURE", value_parser = clap::builder::BoolishValueParser::new())]
     pub insecure: bool,
+    /// HTTPS and FTPS: also trust the CA certificates in this PEM file (beside the system's
+    /// store, or SSL_CERT_FILE / SSL_CERT_DIR when set).
+    #[arg(long, value_name = "FILE", env = "HYDRA_CACERT")]
+    pub cacert: Option<PathBuf>,
+    /// User name and password for every URL without its own (HTTP basic auth, FTP, SFTP);
+    /// USER alone asks for the password on the terminal.
+    #[arg(short = 'u', long, value_name = "USER[:PASSWORD]", value_parser = super::credentials::parse_user)]
+    pub user: Option<super::credentials::UserArg>,
+    /// Credentials from the .netrc entry of each URL's host ($NETRC, else ~/.netrc) when the
+    /// URL and -u give none.
+    #[arg(long, env = "HYDRA_NETRC", value_parser = clap::builder::BoolishValueParser::new())]
+    pub netrc: bool,
+    /// As --netrc, from FILE.
+    #[arg(long, value_name = "FILE", env = "HYDRA_NETRC_FILE")]
+    pub netrc_file: Option<PathBuf>,
     /// SFTP: known_hosts file (default ~/.ssh/known_hosts).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "HYDRA_KNOWN_HOSTS")]
     pub known_hosts: Option<PathBuf>,
     /// SFTP: private key to authenticate with (repeatable).
-    #[arg(short = 'i', long, value_name = "FILE")]
+    #[arg(short = 'i', long, value_name = "FILE", env = "HYDRA_IDENTITY")]
     pub identity: Vec<PathBuf>,
     /// SFTP: accept and record the key of a host not yet in known_hosts (a changed key is
     /// still refused).
-    #[arg(long)]
+    #[arg(long, env = "HYDRA_ACCEPT_NEW_HOST_KEY", value_parser = clap::builder::BoolishValueParser::new())]
     pub accept_new_host_key: bool,
+    /// SFTP: the OpenSSH client configuration (Host/Match blocks: HostName, Port, User,
+    /// IdentityFile, IdentitiesOnly, UserKnownHostsFile, StrictHostKeyChecking); `none`
+    /// reads none. Default ~/.ssh/config when it exists.
+    #[arg(long, value_name = "FILE", env = "HYDRA_SSH_CONFIG")]
+    pub ssh_config: Option<PathBuf>,
     /// HTTP: extra request header "Name: value" (repeatable; a repeated name sends every
     /// value). Replaces hydra's own of that name (User-Agent). Host, Range, If-Range,
     /// Accept-Encoding and the framing and connection headers are hydra's: refused.
-    #[arg(short = 'H', long, value_name = "NAME: VALUE", value_parser = parse_header)]
+    #[arg(short = 'H', long, value_name = "NAME: VALUE", value_parser = parse_header, env = "HYDRA_HEADER", hide_env_values = true)]
     pub header: Vec<ExtraHeader>,
     /// HTTP: the User-Agent header (default hydra/VERSION; -H "User-Agent: ..." wins).
-    #[arg(short = 'A', long, value_name = "NAME", value_parser = parse_user_agent)]
+    #[arg(short = 'A', long, value_name = "NAME", value_parser = parse_user_agent, env = "HYDRA_USER_AGENT")]
     pub user_agent: Option<String>,
     /// Connect, reply and idle-read deadline per protocol step, seconds (also the probe's).
-    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout, env = "HYDRA_TIMEOUT")]
     pub timeout: Option<Duration>,
     /// Limit the download to RATE bytes/s over all connections (suffixes k, M, G: powers of
     /// 1024, as curl).
-    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    #[arg(long, value_name = "RATE", value_parser = parse_rate, env = "HYDRA_LIMIT_RATE")]
     pub limit_rate: Option<u64>,
     /// End the download (exit 7, partial kept for -c) when it has taken this many seconds.
-    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout, env = "HYDRA_MAX_TIME")]
     pub max_time: Option<Duration>,
     /// End the download (exit 7, partial kept for -c) when it averaged less than RATE
     /// bytes/s over --speed-time (suffixes k, M, G as --limit-rate).
-    #[arg(short = 'Y', long, value_name = "RATE", value_parser = parse_rate)]
+    #[arg(short = 'Y', long, value_name = "RATE", value_parser = parse_rate, env = "HYDRA_SPEED_LIMIT")]
     pub speed_limit: Option<u64>,
     /// The span --speed-limit averages over, seconds.
-    #[arg(short = 'y', long, value_name = "SECS", value_parser = parse_timeout, default_value = "30")]
+    #[arg(short = 'y', long, value_name = "SECS", value_parser = parse_timeout, default_value = "30", env = "HYDRA_SPEED_TIME")]
     pub speed_time: Duration,
     /// Consecutive failures after which a mirror is given up.
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = 5, env = "HYDRA_RETRIES")]
     pub retries: u32,
     /// NDJSON events on stdout (schema in docs/cli.md); no progress bars.
     #[arg(long)]
@@ -136,14 +224,12 @@ impl GetArgs {
 /// `-H`: a valid `Name: value` whose name hydra does not control. The error never holds the
 /// value.
 fn parse_header(s: &str) -> Result<ExtraHeader, String> {
-    hydra_scheme_http::parse_header(s).map_err(|e| e.to_string())
+    crate::schemes::parse_header(s)
 }
 
 /// `-A`: a valid header value.
 fn parse_user_agent(s: &str) -> Result<String, String> {
-    hydra_scheme_http::parse_header(&format!("User-Agent: {s}"))
-        .map(|h| h.value)
-        .map_err(|e| e.to_string())
+    crate::schemes::parse_header(&format!("User-Agent: {s}")).map(|h| h.value)
 }
 
 /// `--timeout`: a positive, finite number of seconds a [`Duration`] holds.
@@ -158,6 +244,14 @@ pub(crate) fn parse_timeout(s: &str) -> Result<Duration, String> {
         Err(_) if secs > 0.0 => Err("too long: at most 18446744073709551615 seconds".to_owned()),
         Err(_) => Err("a timeout is a positive number of seconds".to_owned()),
     }
+}
+
+/// `--stream-buffer`: a size in bytes, suffixes as [`parse_rate`].
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    parse_rate(s).map_err(|e| {
+        e.replace("rate such as", "size such as")
+            .replace("byte/s", "byte")
+    })
 }
 
 /// `500k`, `2M`, `1.5M`, `1048576`: bytes per second, suffixes in powers of 1024.

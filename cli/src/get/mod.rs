@@ -7,12 +7,16 @@
 //! without fetching again what is already on disk, and refuses an object that changed.
 
 mod args;
+mod credentials;
 mod job;
 mod limits;
+mod metalink;
+mod netrc;
 mod output;
 mod probe;
 mod resume;
 mod sources;
+mod stream;
 mod summary;
 mod transfer;
 
@@ -21,7 +25,7 @@ pub use transfer::transfer;
 
 use crate::checksum::Checksum;
 use crate::exit::Exit;
-use crate::ui::{self, emit, Ui};
+use crate::ui::{emit, Ui};
 use hydra_scheme::{EngineOptions, Probed, Report, SourceInput};
 use serde_json::json;
 use std::path::PathBuf;
@@ -85,47 +89,79 @@ impl Done {
 /// An exit code and the one line that says why.
 pub(crate) type Failure = (Exit, String);
 
-/// Runs `hydra get`.
-pub async fn main(args: GetArgs) -> Exit {
-    ui::start_clock();
-    let ui = Ui::new(args.quiet, args.verbose, args.json);
-    let result = async {
-        let (job, memory) = job::job(&args, ui)?;
-        let output = job.output.clone();
-        if ui.json {
-            emit(
-                "start",
-                json!({"urls": job.inputs.iter().map(|i| i.endpoint.to_string()).collect::<Vec<_>>(),
-                       "output": output, "resume": job.resume}),
-            );
-        }
-        let done = transfer(job).await?;
-        if let Some(m) = memory {
-            m.learn(&done, ui);
-        }
-        if let Some(path) = &args.summary_json {
-            write_summary(path, &done)?;
-        }
-        Ok::<_, Failure>((done, output))
+/// What one object's download will be: where it goes and its sources (checked as the
+/// download would check them; nothing is fetched).
+pub(crate) struct Plan {
+    /// Final path.
+    pub output: PathBuf,
+    /// The sources, in the order given.
+    pub endpoints: Vec<hydra_scheme::Endpoint>,
+}
+
+/// The download `args` ask for, checked and planned; nothing is fetched or written.
+pub(crate) fn plan(args: &GetArgs, ui: Ui) -> Result<Plan, Failure> {
+    let (job, _) = job::job(args, ui)?;
+    Ok(Plan {
+        output: job.output,
+        endpoints: job.inputs.into_iter().map(|i| i.endpoint).collect(),
+    })
+}
+
+/// One object's download as `hydra get` does it: the job, its transfer, what it taught the
+/// host memory, its summary and closing lines. A batch calls it once per object.
+pub(crate) async fn download(args: &GetArgs, ui: Ui) -> Result<(Done, PathBuf), Failure> {
+    let (mut job, memory) = job::job(args, ui)?;
+    metalink::fit(args, &mut job);
+    let streaming = stream::wanted(args);
+    if streaming {
+        stream::refuse(args)?;
     }
-    .await;
-    match result {
-        Ok((done, output)) => {
-            show_done(ui, &args, &done, &output);
-            Exit::Ok
-        }
-        Err((code, msg)) => {
-            // The one line may hold a URL the user typed (with its password) or a server's
-            // words (with control characters).
-            let msg = hydra_scheme::text::for_people(&msg);
-            eprintln!("hydra: {msg}");
-            if ui.json {
-                emit(
-                    "error",
-                    json!({"code": code as u8, "kind": code.name(), "message": msg}),
-                );
-            }
-            code
+    if let Some(spec) = &args.checksum_file {
+        let name = stream::file_name(&job, streaming)?;
+        job.checksum = Some(job::checksum_file(args, spec, &name, job.engine.clone()).await?);
+    }
+    let output = job.output.clone();
+    if ui.json {
+        emit(
+            "start",
+            json!({"urls": job.inputs.iter().map(|i| i.endpoint.to_string()).collect::<Vec<_>>(),
+                   "output": output, "resume": job.resume}),
+        );
+    }
+    let done = if streaming {
+        stream::transfer(job, args.stream_buffer).await?
+    } else {
+        transfer(job).await?
+    };
+    if let Some(m) = memory {
+        m.learn(&done, ui);
+    }
+    if let Some(path) = &args.summary_json {
+        write_summary(path, &done)?;
+    }
+    show_done(ui, args, &done, &output);
+    Ok((done, output))
+}
+
+/// One object as `hydra get` downloads it: the Metalink it names read first, then
+/// [`download`].
+pub(crate) async fn fetch(args: &mut GetArgs, ui: Ui) -> Result<(Done, PathBuf), Failure> {
+    metalink::rewrite(args, ui)?;
+    download(args, ui).await
+}
+
+/// Runs `hydra get` (a batch with `--input-file`): one object is a [`crate::Download`].
+pub async fn main(args: GetArgs) -> Exit {
+    if args.input_file.is_some() {
+        return crate::batch::main(args).await;
+    }
+    let ui = Ui::new(args.quiet, args.verbose, args.json);
+    match crate::Download::from_cli(args, ui).fetch().await {
+        Ok(_) => Exit::Ok,
+        Err(crate::DownloadError::BrokenPipe(_)) => Exit::BrokenPipe,
+        Err(e) => {
+            eprintln!("hydra: {e}");
+            e.exit()
         }
     }
 }

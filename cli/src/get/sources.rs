@@ -262,7 +262,7 @@ fn join_later(
     let (join_tx, joining) = Joining::channel(pending);
     let first = reference.probe.clone();
     let first_url = reference.input.endpoint.to_string();
-    tokio::spawn(async move {
+    crate::batch::tag::spawn(async move {
         while let Some(a) = answers.recv().await {
             show_probe(ui, a.index, &a);
             let source = a.input.endpoint.to_string();

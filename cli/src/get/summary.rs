@@ -27,6 +27,9 @@ pub struct Summary {
     pub admissions: u64,
     /// Bytes received past a bound and dropped.
     pub waste_bytes: u64,
+    /// Bytes fetched again because the bytes first received were not trusted (a piece that
+    /// failed its hash, a stream that did not line up, a source that was dropped).
+    pub revoked_bytes: u64,
     /// Per source, in the order given (sources dropped at probe are listed under `dropped`).
     pub sources: Vec<SourceSummary>,
     /// Sources not used, with why.
@@ -81,6 +84,7 @@ pub(super) fn write_summary(path: &Path, done: &Done) -> Result<(), super::Failu
         repairs: r.repairs,
         admissions: r.admissions,
         waste_bytes: r.waste_bytes,
+        revoked_bytes: r.revoked_bytes,
         sources: sources_summary(done),
         dropped: done
             .probed
@@ -110,6 +114,7 @@ pub(super) fn show_done(ui: Ui, args: &GetArgs, done: &Done, output: &Path) {
                 "fetched": done.fetched, "already": done.already,
                 "requests": r.requests, "repairs": r.repairs, "admissions": r.admissions,
                 "waste_bytes": r.waste_bytes,
+                "revoked_bytes": r.revoked_bytes,
                 "checksum": args.checksum.as_ref().map(|c| c.to_string()),
                 "sources": sources_summary(done).iter().map(|s| json!({
                     "url": s.url, "bytes": s.bytes, "failures": s.failures,

@@ -175,7 +175,7 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
     };
 
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let shown = tokio::spawn(ui::run(
+    let shown = crate::batch::tag::spawn(ui::run(
         ui,
         rx,
         probed
@@ -285,6 +285,8 @@ pub(super) fn classify(e: EngineError) -> Failure {
         EngineError::Coverage(_) => Exit::Internal,
         EngineError::ObjectChanged(..) => Exit::Changed,
         EngineError::Inconsistent(_) => Exit::Protocol,
+        EngineError::Pieces(_) => Exit::Checksum,
+        _ => Exit::Internal,
     };
     (code, msg)
 }

@@ -34,6 +34,24 @@ pub fn hydra_cmd(args: &[String]) -> Command {
         .env_remove("SSH_AUTH_SOCK")
         .stdin(Stdio::null())
         .kill_on_drop(true);
+    // The proxy environment of the machine running the tests must not route them.
+    for v in [
+        "http_proxy",
+        "https_proxy",
+        "HTTPS_PROXY",
+        "ftp_proxy",
+        "FTP_PROXY",
+        "ftps_proxy",
+        "FTPS_PROXY",
+        "sftp_proxy",
+        "SFTP_PROXY",
+        "all_proxy",
+        "ALL_PROXY",
+        "no_proxy",
+        "NO_PROXY",
+    ] {
+        c.env_remove(v);
+    }
     c
 }
 

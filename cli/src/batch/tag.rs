@@ -1,0 +1,38 @@
+//! Which object of a batch an event belongs to: a task-local tag that [`crate::ui::emit`]
+//! adds to every NDJSON event as `"object": {"index": I, "output": PATH}`.
+
+use serde_json::Value;
+use std::future::Future;
+use tokio::task::JoinHandle;
+
+tokio::task_local! {
+    static OBJECT: Value;
+}
+
+/// Runs `f` with its events tagged `object`.
+pub async fn scope<F: Future>(object: Value, f: F) -> F::Output {
+    OBJECT.scope(object, f).await
+}
+
+/// Runs `f` now with its events tagged `object`.
+pub fn sync_scope<R>(object: Value, f: impl FnOnce() -> R) -> R {
+    OBJECT.sync_scope(object, f)
+}
+
+/// The tag of the running task, if it belongs to an object of a batch.
+pub fn current() -> Option<Value> {
+    OBJECT.try_with(Value::clone).ok()
+}
+
+/// `tokio::spawn`, the task keeping the spawning task's tag and events callback.
+pub fn spawn<F>(f: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let f = crate::download::events::carry(f);
+    match current() {
+        Some(object) => tokio::spawn(OBJECT.scope(object, f)),
+        None => tokio::spawn(f),
+    }
+}

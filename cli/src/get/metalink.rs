@@ -1,0 +1,57 @@
+//! `--metalink`: the Metalink's mirrors, output name and hashes become the download's.
+
+use super::args::GetArgs;
+use super::{Failure, Job};
+use crate::exit::Exit;
+use crate::metalink;
+use crate::ui::Ui;
+
+/// Reads the Metalink `args` name (`--metalink`, or a lone positional path ending in .meta4 or
+/// .metalink) into `args`: its mirrors become the URLs; its file name the output (unless -o);
+/// its strongest hash the checksum (unless --checksum); its size and piece hashes go to the
+/// engine. What it gives and hydra does not use is a warning.
+pub(super) fn rewrite(args: &mut GetArgs, ui: Ui) -> Result<(), Failure> {
+    if args.metalink.is_none() {
+        match &args.urls[..] {
+            [one] if metalink::is_metalink_arg(one) => args.metalink = Some(one.clone()),
+            many if many.iter().any(|u| metalink::is_metalink_arg(u)) => {
+                return Err((
+                    Exit::Usage,
+                    "a Metalink file is given alone (or with --metalink), not beside URLs"
+                        .to_owned(),
+                ))
+            }
+            _ => return Ok(()),
+        }
+    }
+    let Some(path) = &args.metalink else {
+        return Ok(());
+    };
+    let plan = metalink::load(path).map_err(|m| (Exit::Usage, m))?;
+    if !ui.quiet {
+        for w in &plan.warnings {
+            eprintln!("hydra: warning: {path}: {w}");
+        }
+    }
+    args.urls = plan.urls;
+    if args.output.is_none() {
+        args.output = Some(plan.name.into());
+    }
+    if args.checksum.is_none() {
+        args.checksum = plan.checksum;
+    }
+    args.pieces = plan.pieces;
+    Ok(())
+}
+
+/// Gives the engine the Metalink's checks, and names each mirror by its rank
+/// (`mirror 2 (URL)`).
+pub(super) fn fit(args: &GetArgs, job: &mut Job) {
+    if args.metalink.is_none() {
+        return;
+    }
+    job.engine.pieces = args.pieces.clone();
+    for (k, label) in job.labels.iter_mut().enumerate() {
+        *label = format!("mirror {} ({label})", k + 1);
+    }
+}

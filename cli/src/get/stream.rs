@@ -1,0 +1,331 @@
+//! `-o -`: the object to standard output, in order, as it arrives from every mirror.
+//!
+//! No part file or control file is made (so `-c` is refused) and no file is left behind. The
+//! bytes pass through a reorder buffer ([`window`]) of at most `--stream-buffer` bytes ahead of
+//! the write point: a fetch whose write would land further ahead waits in
+//! [`Sink::write_at`] (outside the runtime's cooperative scheduling, `block_in_place`) until
+//! the write point moves, so the buffer never grows past its size and the sources are slowed
+//! by flow control. A reader that closes the pipe ends the download quietly with
+//! [`Exit::BrokenPipe`]. `--checksum` is computed over the bytes as they go out; a mismatch
+//! exits 6 once every byte was written (the reader has them: nothing can be taken back).
+
+mod window;
+
+use super::args::GetArgs;
+use super::probe::warn;
+use super::sources::{self, Ask, Chosen};
+use super::{limits, output, Done, Failure, Job};
+use crate::exit::Exit;
+use crate::ui;
+use hydra_core::{ByteRange, RangeSet};
+use hydra_scheme::{Engine, EngineError, Sink};
+use std::io::{self, Write};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use window::Window;
+
+/// Whether `args` ask for the object on standard output (`-o -`).
+pub(super) fn wanted(args: &GetArgs) -> bool {
+    args.output.as_deref() == Some(std::path::Path::new("-"))
+}
+
+/// The options that cannot go with `-o -`: a usage error naming the first.
+pub(super) fn refuse(args: &GetArgs) -> Result<(), Failure> {
+    let why = if args.resume {
+        "-c: a download to standard output (-o -) cannot be resumed: it keeps no part file"
+    } else if args.json {
+        "--json prints events on standard output, where -o - writes the object"
+    } else if args.limit_rate.is_some() {
+        "--limit-rate is not applied to a download to standard output (-o -)"
+    } else {
+        return Ok(());
+    };
+    Err((Exit::Usage, why.to_owned()))
+}
+
+/// The file name a checksum file's entry is picked by: the output's, or with `-o -` the
+/// first URL's last path segment.
+pub(super) fn file_name(job: &Job, streaming: bool) -> Result<String, Failure> {
+    if streaming {
+        let first = &job.inputs[0].endpoint;
+        return output::remote_name(first).map_err(|why| {
+            let url = crate::control::redact(&first.to_string());
+            (Exit::Usage, format!("--checksum-file: {url}: {why}"))
+        });
+    }
+    job.output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| {
+            let out = job.output.display();
+            (Exit::Usage, format!("--checksum-file: {out} names no file"))
+        })
+}
+
+/// A [`Sink`] that writes the object out in order through a bounded reorder buffer.
+pub(super) struct StreamSink<W> {
+    window: Mutex<Window<W>>,
+    moved: Condvar,
+}
+
+impl<W: Write + Send> StreamSink<W> {
+    /// A stream of `size` bytes to `out`, holding at most `limit` bytes ahead of the write
+    /// point; `algo` digests the bytes as they go out.
+    pub(super) fn new(out: W, size: u64, limit: u64, algo: Option<crate::checksum::Algo>) -> Self {
+        StreamSink {
+            window: Mutex::new(Window::new(out, size, limit, algo.map(|a| a.hasher()))),
+            moved: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Window<W>> {
+        // Invariant: the window's methods do not panic, so a poisoned state is consistent.
+        self.window.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Bytes written out so far.
+    pub(super) fn out_bytes(&self) -> u64 {
+        self.lock().next()
+    }
+
+    /// The output failed because its reader closed it.
+    pub(super) fn reader_left(&self) -> bool {
+        self.lock().broken() == Some(io::ErrorKind::BrokenPipe)
+    }
+
+    /// The digest of every byte written out.
+    pub(super) fn digest(&self) -> Option<String> {
+        self.lock().digest()
+    }
+
+    /// Waits until a write at `offset` of `len` bytes is admitted (or the output failed),
+    /// then makes it.
+    fn put(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let mut w = self.lock();
+        while !w.admits(offset, data.len()) && w.broken().is_none() {
+            w = self.moved.wait(w).unwrap_or_else(|e| e.into_inner());
+        }
+        let before = w.next();
+        let r = w.put(offset, data);
+        if w.next() != before || w.broken().is_some() {
+            self.moved.notify_all();
+        }
+        r
+    }
+}
+
+/// Runs `f`, which may block, without holding up the tasks of a multi-threaded runtime.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
+impl<W: Write + Send> Sink for StreamSink<W> {
+    fn size(&self) -> u64 {
+        self.lock().size()
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let size = self.size();
+        if offset
+            .checked_add(data.len() as u64)
+            .is_none_or(|e| e > size)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "write of {} bytes at {offset} past the object's size {size}",
+                    data.len()
+                ),
+            ));
+        }
+        blocking(|| self.put(offset, data))
+    }
+    fn written(&self) -> RangeSet {
+        self.lock().written()
+    }
+    fn overlap_bytes(&self) -> u64 {
+        self.lock().overlap()
+    }
+    fn finish(&self) -> io::Result<()> {
+        blocking(|| self.lock().finish())
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.lock().read_at(offset, buf)
+    }
+    fn forget(&self, range: ByteRange) -> bool {
+        self.lock().forget(range)
+    }
+}
+
+/// Standard output, unbuffered (the window writes whole pieces).
+fn stdout() -> Result<std::fs::File, Failure> {
+    use std::os::fd::AsFd;
+    let fd = io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| (Exit::Disk, format!("cannot write to standard output: {e}")))?;
+    Ok(std::fs::File::from(fd))
+}
+
+/// Probes, then runs the engine into standard output through a window of `buffer` bytes.
+pub(super) async fn transfer(job: Job, buffer: u64) -> Result<Done, Failure> {
+    let Job {
+        inputs,
+        labels,
+        engine: engine_opts,
+        checksum,
+        floors,
+        ui,
+        ..
+    } = job;
+    let Chosen {
+        probed,
+        joining,
+        names,
+        probing,
+        ..
+    } = sources::choose(
+        Ask {
+            inputs,
+            labels,
+            previous: None,
+            restart_on_change: false,
+            vouched: checksum.is_some(),
+            ui,
+        },
+        &engine_opts,
+    )
+    .await?;
+    let size = probed.size;
+    let algo = checksum.as_ref().map(|c| c.algo);
+    let sink = Arc::new(StreamSink::new(stdout()?, size, buffer, algo));
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let urls = probed
+        .sources
+        .iter()
+        .map(|s| s.input.endpoint.to_string())
+        .collect();
+    let shown = tokio::spawn(ui::run(ui, rx, urls, names, size, 0));
+    let engine = Engine::new(engine_opts);
+    let out = {
+        let sink = sink.clone();
+        move || sink.out_bytes()
+    };
+    let nothing_yet = RangeSet::new();
+    let ended = tokio::select! {
+        r = engine.run_joining(&probed, sink.clone(), &nothing_yet, Some(tx), joining) => r.map_err(Ended::Failed),
+        _ = tokio::signal::ctrl_c() => Err(Ended::Interrupted),
+        why = limits::watch(floors, out) => Err(Ended::Floor(why)),
+    };
+    let engine_done = std::time::Instant::now();
+    let limits_seen = shown.await.unwrap_or_default();
+    let report = ended.map_err(|e| failure(e, &sink))?;
+    if let (Some(c), Some(got)) = (&checksum, sink.digest()) {
+        if got != c.hex {
+            return Err((
+                Exit::Checksum,
+                format!("checksum mismatch: expected {c}, got {got}; {size} bytes were written to standard output"),
+            ));
+        }
+    }
+    let mut probed = probed;
+    probed.sources.extend(report.joined.iter().cloned());
+    probed.dropped.extend(report.dropped.iter().cloned());
+    probed.dropped.extend(report.removed.iter().cloned());
+    if report.overlap_bytes > 0 {
+        warn(ui, "-", "bytes written twice");
+    }
+    Ok(Done {
+        elapsed: engine_done.duration_since(probing.into_std()),
+        fetched: sink.out_bytes(),
+        report,
+        already: 0,
+        probed,
+        limits_seen,
+    })
+}
+
+/// How the engine's run ended, when it did not complete.
+enum Ended {
+    Failed(EngineError),
+    Interrupted,
+    Floor(String),
+}
+
+fn failure<W: Write + Send>(e: Ended, sink: &StreamSink<W>) -> Failure {
+    if sink.reader_left() {
+        return (
+            Exit::BrokenPipe,
+            "standard output was closed by its reader".to_owned(),
+        );
+    }
+    let at = format!("{} bytes were written to standard output", sink.out_bytes());
+    match e {
+        Ended::Failed(e) => {
+            let (code, msg) = super::transfer::classify(e);
+            (code, format!("{msg}; {at}"))
+        }
+        Ended::Floor(why) => (Exit::AllFailed, format!("{why}; {at}")),
+        Ended::Interrupted => (Exit::Interrupted, format!("interrupted; {at}")),
+    }
+}
+
+/// How long a test waits for a blocked write to be released.
+#[cfg(test)]
+const TEST_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_ahead_of_the_window_waits_until_the_write_point_reaches_it() {
+        let sink = Arc::new(StreamSink::new(Vec::new(), 200, 100, None));
+        let ahead = {
+            let sink = sink.clone();
+            std::thread::spawn(move || sink.write_at(150, &[2; 50]))
+        };
+        // The write ahead cannot have been taken: nothing below byte 50 moved the window.
+        sink.write_at(0, &[1; 50]).unwrap();
+        assert!(!sink.written().contains_range(ByteRange::new(150, 200)));
+        sink.write_at(50, &[1; 100]).unwrap();
+        let deadline = std::time::Instant::now() + TEST_BOUND;
+        while !ahead.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(ahead.is_finished(), "released once the write point moved");
+        ahead.join().unwrap().unwrap();
+        sink.finish().unwrap();
+        assert_eq!(sink.out_bytes(), 200);
+    }
+
+    #[test]
+    fn a_waiting_write_fails_when_the_output_fails() {
+        struct Closed;
+        impl Write for Closed {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Arc::new(StreamSink::new(Closed, 200, 10, None));
+        let ahead = {
+            let sink = sink.clone();
+            std::thread::spawn(move || sink.write_at(100, &[2; 50]))
+        };
+        assert!(sink.write_at(0, &[1; 5]).is_err());
+        assert!(sink.reader_left());
+        let deadline = std::time::Instant::now() + TEST_BOUND;
+        while !ahead.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(
+            ahead.join().unwrap().is_err(),
+            "woken and failed, not left waiting"
+        );
+    }
+}
