@@ -50,7 +50,8 @@ pub use connect::{
 pub use endpoint::{Credentials, Endpoint, EndpointError};
 pub use engine::{
     prepare_all, Engine, EngineError, EngineEvent, EngineOptions, FetchView, Joined, Joining,
-    Preparing, Probed, ProbedSource, Progress, Report, SourceInput,
+    Preparing, ProbeAnswer, ProbeFailure, ProbePolicy, Probed, ProbedSource, Progress, Report,
+    SourceInput,
 };
 pub use error::{ErrorKind, SchemeError, TimeoutPhase};
 pub use hydra_core::{ByteRange, Capabilities, ConnId, Failure, FetchEnd, FetchId, RangeSet};

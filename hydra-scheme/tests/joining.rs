@@ -258,3 +258,149 @@ async fn a_fast_source_of_another_object_is_outvoted_by_two_that_agree() {
     assert_eq!(probed.dropped.len(), 1);
     assert!(probed.dropped[0].0.contains(":1/"), "{:?}", probed.dropped);
 }
+
+/// A caller's probe rules: sources on the `unfit` ports may not take part; records what the
+/// engine showed it.
+#[derive(Default)]
+struct Rules {
+    unfit: Vec<u16>,
+    accept_all_unfit: bool,
+    answered: std::sync::Mutex<Vec<usize>>,
+    left_out: std::sync::Mutex<Vec<String>>,
+}
+
+impl hydra_scheme::ProbePolicy for Rules {
+    fn answered(&self, a: &hydra_scheme::ProbeAnswer<'_>) {
+        self.answered.lock().expect("lock").push(a.index);
+    }
+    fn misfit(&self, endpoint: &str, _probe: &Probe) -> Option<String> {
+        self.unfit
+            .iter()
+            .any(|p| endpoint.contains(&format!(":{p}/")))
+            .then(|| "another object than recorded".to_owned())
+    }
+    fn all_unfit(&self, _unfit: &[(String, String)]) -> Result<(), String> {
+        if self.accept_all_unfit {
+            Ok(())
+        } else {
+            Err("every mirror describes another object".to_owned())
+        }
+    }
+    fn left_out(&self, endpoint: &str, why: &str) {
+        self.left_out
+            .lock()
+            .expect("lock")
+            .push(format!("{endpoint}: {why}"));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_source_the_policy_calls_a_misfit_is_left_out_with_its_reason() {
+    let a = fake(
+        Some(Duration::from_millis(20)),
+        SIZE,
+        Duration::from_millis(1),
+    );
+    let b = fake(
+        Some(Duration::from_millis(25)),
+        SIZE,
+        Duration::from_millis(1),
+    );
+    let rules = Arc::new(Rules {
+        unfit: vec![2],
+        ..Rules::default()
+    });
+    let (probed, _joining) = engine()
+        .probe_first_with(vec![input(1, &a), input(2, &b)], rules.clone())
+        .await
+        .expect("probe");
+    assert_eq!(probed.sources.len(), 1);
+    assert!(probed.sources[0].input.endpoint.to_string().contains(":1/"));
+    assert_eq!(probed.dropped.len(), 1, "{:?}", probed.dropped);
+    assert!(probed.dropped[0].0.contains(":2/"));
+    assert_eq!(
+        probed.dropped[0].1,
+        "another object than recorded; left out"
+    );
+    let mut seen = rules.answered.lock().expect("lock").clone();
+    seen.sort();
+    assert_eq!(seen, vec![0, 1], "each answer is shown to the policy once");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_policy_refusing_every_answer_ends_the_probe_with_its_own_line() {
+    let a = fake(Some(Duration::ZERO), SIZE, Duration::from_millis(1));
+    let rules = Arc::new(Rules {
+        unfit: vec![1],
+        ..Rules::default()
+    });
+    let r = engine().probe_first_with(vec![input(1, &a)], rules).await;
+    match r {
+        Err(hydra_scheme::EngineError::Refused(why)) => {
+            assert_eq!(why, "every mirror describes another object")
+        }
+        other => panic!(
+            "expected a refusal, got {:?}",
+            other.map(|(p, _)| p.sources.len())
+        ),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_policy_accepting_its_misfits_combines_them_as_a_fresh_start() {
+    let a = fake(
+        Some(Duration::from_millis(20)),
+        SIZE,
+        Duration::from_millis(1),
+    );
+    let b = fake(
+        Some(Duration::from_millis(25)),
+        SIZE,
+        Duration::from_millis(1),
+    );
+    let rules = Arc::new(Rules {
+        unfit: vec![1, 2],
+        accept_all_unfit: true,
+        ..Rules::default()
+    });
+    let (probed, _joining) = engine()
+        .probe_first_with(vec![input(1, &a), input(2, &b)], rules)
+        .await
+        .expect("probe");
+    assert_eq!(probed.sources.len(), 2, "{:?}", probed.dropped);
+    assert!(probed.dropped.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_late_answer_the_policy_calls_a_misfit_never_joins_the_transfer() {
+    let quick = fake(Some(Duration::ZERO), SIZE, Duration::from_millis(5));
+    let late = fake(
+        Some(Duration::from_millis(150)),
+        SIZE,
+        Duration::from_micros(500),
+    );
+    let rules = Arc::new(Rules {
+        unfit: vec![2],
+        ..Rules::default()
+    });
+    let e = engine();
+    let go = async {
+        let (probed, joining) = e
+            .probe_first_with(vec![input(1, &quick), input(2, &late)], rules.clone())
+            .await
+            .expect("probe");
+        let sink = Arc::new(MemorySink::new(SIZE as usize));
+        e.run_joining(&probed, sink, &RangeSet::new(), None, joining)
+            .await
+            .expect("transfer")
+    };
+    let report = tokio::time::timeout(LIMIT, go).await.expect("in time");
+    assert!(report.joined.is_empty());
+    assert_eq!(late.fetches.load(Ordering::SeqCst), 0);
+    let left = rules.left_out.lock().expect("lock").clone();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(
+        left[0].contains(":2/") && left[0].ends_with("another object than recorded; left out"),
+        "{left:?}"
+    );
+}

@@ -24,6 +24,32 @@ pub fn current() -> Option<Value> {
     OBJECT.try_with(Value::clone).ok()
 }
 
+/// Where the calling task's events go (its tag and its events callback), captured to emit
+/// from code another task runs.
+#[derive(Clone)]
+pub struct Context {
+    object: Option<Value>,
+    sink: crate::download::events::Captured,
+}
+
+impl Context {
+    /// The calling task's.
+    pub fn capture() -> Self {
+        Context {
+            object: current(),
+            sink: crate::download::events::capture(),
+        }
+    }
+
+    /// Runs `f` now, its events tagged and delivered as the capturing task's were.
+    pub fn enter<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.object {
+            Some(o) => sync_scope(o.clone(), || self.sink.enter(f)),
+            None => self.sink.enter(f),
+        }
+    }
+}
+
 /// `tokio::spawn`, the task keeping the spawning task's tag and events callback.
 pub fn spawn<F>(f: F) -> JoinHandle<F::Output>
 where

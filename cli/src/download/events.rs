@@ -63,6 +63,25 @@ pub(crate) fn carry<F: Future>(f: F) -> impl Future<Output = F::Output> {
     }
 }
 
+/// The calling task's sink, captured to deliver events from code another task runs.
+#[derive(Clone)]
+pub(crate) struct Captured(Option<Sink>);
+
+/// Captures the calling task's sink.
+pub(crate) fn capture() -> Captured {
+    Captured(SINK.try_with(Arc::clone).ok())
+}
+
+impl Captured {
+    /// Runs `f` now, its events going where the capturing task's went.
+    pub(crate) fn enter<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.0 {
+            Some(s) => SINK.sync_scope(s.clone(), f),
+            None => f(),
+        }
+    }
+}
+
 /// Hands `event` to the calling task's sink; gives it back when the task has none.
 pub(crate) fn deliver(
     event: serde_json::Map<String, Value>,

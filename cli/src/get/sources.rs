@@ -1,24 +1,28 @@
-//! Choosing the sources of a download: probe every mirror at once, keep those that describe
-//! the object (on a resume: the recorded object, strictly; otherwise the object most mirrors
-//! agree on), and hand the rest to the engine as they answer.
+//! Choosing the sources of a download through the engine's probe phase
+//! ([`Engine::probe_first_with`]), with the CLI's rules added as a [`ProbePolicy`]: on a
+//! resume, only mirrors that describe the recorded object take part (strictly; see
+//! [`resume_misfit`]), and when none does the download is refused or, with
+//! `--restart-on-change`, started over; each probe is shown as it answers.
 //!
 //! The transfer starts on the first answer that fits, with those that answer within the
 //! engine's `probe_grace` times its probe time; while no agreeing set is a majority of the
-//! mirrors given, it waits at least `probe_quorum_wait` after the first answer, so that a fast
-//! mirror of another object is outvoted by slower mirrors that agree.
+//! mirrors given (and nothing is being resumed), it waits at least `probe_quorum_wait` after
+//! the first answer, so that a fast mirror of another object is outvoted by slower mirrors that
+//! agree.
 
-use super::probe::{probe_all, show_probe, warn, Answer};
-use super::resume::{late_misfit, resume_misfit};
+use super::probe::{exit_for_probe, show_probe, warn};
+use super::resume::resume_misfit;
 use super::Failure;
+use crate::batch::tag::Context;
 use crate::control::Control;
 use crate::exit::Exit;
 use crate::ui::Ui;
-use hydra_scheme::agreement;
 use hydra_scheme::{
-    prepare_all, EngineOptions, Joined, Joining, Probe, Probed, ProbedSource, SourceInput,
+    Engine, EngineError, EngineOptions, Joining, Probe, ProbeAnswer, ProbePolicy, Probed,
+    SourceInput,
 };
 use std::collections::BTreeMap;
-use tokio::sync::mpsc::UnboundedReceiver;
+use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::time::Instant;
 
 /// What the choice is made from.
@@ -51,44 +55,82 @@ pub(super) struct Chosen {
     pub probing: Instant,
 }
 
-/// The answers collected before the transfer starts.
-#[derive(Default)]
-struct Ballot {
-    /// Answers that fit (describe the recorded object on a resume; any object otherwise).
-    fit: Vec<Answer>,
-    /// Answers describing another object than the partial download, with why.
-    unfit: Vec<(Answer, String)>,
-    /// Probes that failed.
-    failed: Vec<Failure>,
-    /// Sources left out, with why.
-    dropped: Vec<(String, String)>,
-    /// Answers received.
-    answered: usize,
+/// The CLI's rules for the probe phase.
+struct Rules {
+    /// The partial download being resumed; `None` once given up.
+    previous: Mutex<Option<Control>>,
+    vouched: bool,
+    restart_on_change: bool,
+    ui: Ui,
+    /// Where the download's events go.
+    context: Context,
+    /// The exit code each failed probe stands for, in the order they failed.
+    failed: Mutex<Vec<Exit>>,
 }
 
-impl Ballot {
-    fn fit_probes(&self) -> Vec<&Probe> {
-        self.fit
-            .iter()
-            .filter_map(|a| a.result.as_ref().ok())
-            .collect()
+impl Rules {
+    fn previous(&self) -> MutexGuard<'_, Option<Control>> {
+        self.previous.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Files one answer.
-    fn take(&mut self, a: Answer, previous: Option<&Control>, vouched: bool, ui: Ui) {
-        self.answered += 1;
-        show_probe(ui, a.index, &a);
-        let url = a.input.endpoint.to_string();
-        match &a.result {
-            Err(f) => {
-                self.dropped.push((url, f.1.clone()));
-                self.failed.push(f.clone());
-            }
-            Ok(p) => match previous.and_then(|prev| resume_misfit(prev, &url, p, vouched)) {
-                None => self.fit.push(a),
-                Some(why) => self.unfit.push((a, why)),
-            },
+    /// No source to download from: exit 4 when every failed probe was refused by the
+    /// protocol, else 3.
+    fn no_source_exit(&self) -> Exit {
+        let failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        if !failed.is_empty() && failed.iter().all(|&e| e == Exit::Protocol) {
+            Exit::Protocol
+        } else {
+            Exit::Network
         }
+    }
+}
+
+impl ProbePolicy for Rules {
+    fn answered(&self, a: &ProbeAnswer<'_>) {
+        if let Err(f) = a.result {
+            let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+            failed.push(exit_for_probe(f));
+        }
+        self.context.enter(|| show_probe(self.ui, a));
+    }
+
+    fn misfit(&self, endpoint: &str, probe: &Probe) -> Option<String> {
+        let previous = self.previous();
+        let prev = previous.as_ref()?;
+        resume_misfit(prev, endpoint, probe, self.vouched)
+    }
+
+    fn settled(&self) -> bool {
+        self.previous().is_some()
+    }
+
+    /// Every mirror that answered describes another object than the partial download:
+    /// refused (exit 5), or with `--restart-on-change` the partial download is given up and
+    /// they are combined as for a fresh start.
+    fn all_unfit(&self, unfit: &[(String, String)]) -> Result<(), String> {
+        let detail = unfit
+            .iter()
+            .map(|(source, why)| format!("{source}: {why}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        if !self.restart_on_change {
+            return Err(format!(
+                "{detail}; not resumed (--restart-on-change starts over)"
+            ));
+        }
+        self.context.enter(|| {
+            warn(
+                self.ui,
+                "partial download",
+                &format!("{detail}; starting over"),
+            )
+        });
+        *self.previous() = None;
+        Ok(())
+    }
+
+    fn left_out(&self, endpoint: &str, why: &str) {
+        self.context.enter(|| warn(self.ui, endpoint, why));
     }
 }
 
@@ -97,202 +139,49 @@ pub(super) async fn choose(ask: Ask, opts: &EngineOptions) -> Result<Chosen, Fai
     let Ask {
         inputs,
         labels,
-        mut previous,
+        previous,
         restart_on_change,
         vouched,
         ui,
     } = ask;
-    // A resume may hold byte 0 already: no primed probe then.
-    let prime = opts.primes(&inputs) && previous.is_none();
-    let total = inputs.len();
     let names: BTreeMap<String, String> = inputs
         .iter()
         .map(|i| i.endpoint.to_string())
         .zip(labels.iter().cloned())
         .collect();
-    let probing = Instant::now();
-    // Sessions a fixed or remembered count will use, opened while the probes are out.
-    let preparing = prepare_all(&inputs, &opts.config, opts.probe_timeout);
-    let mut answers = probe_all(inputs, opts.probe_timeout, prime);
-    let mut ballot = Ballot::default();
-    while ballot.answered < total && ballot.fit.is_empty() {
-        let Some(a) = answers.recv().await else { break };
-        ballot.take(a, previous.as_ref(), vouched, ui);
-    }
-    if !ballot.fit.is_empty() {
-        let first_at = Instant::now();
-        let grace = probing + probing.elapsed().mul_f64(opts.probe_grace.max(1.0));
-        let quorum_deadline = grace.max(first_at + opts.probe_quorum_wait);
-        while ballot.answered < total {
-            let settled =
-                previous.is_some() || agreement::has_majority(&ballot.fit_probes(), total);
-            let deadline = if settled { grace } else { quorum_deadline };
-            let Ok(Some(a)) = tokio::time::timeout_at(deadline, answers.recv()).await else {
-                break;
-            };
-            ballot.take(a, previous.as_ref(), vouched, ui);
-        }
-    }
-    // The transfer starts now: a session still opening would hold one a fetch may need.
-    drop(preparing);
-    if ballot.fit.is_empty() && !ballot.unfit.is_empty() {
-        restart_or_refuse(&mut ballot, &mut previous, restart_on_change, ui)?;
-    }
-    for (a, why) in std::mem::take(&mut ballot.unfit) {
-        let reason = format!("{why}; left out");
-        let url = a.input.endpoint.to_string();
-        warn(ui, &url, &reason);
-        ballot.dropped.push((url, reason));
-    }
-    let sources = elect(&mut ballot, ui)?;
-    let joining = join_later(
-        answers,
-        total - ballot.answered,
-        previous.clone(),
+    let mut opts = opts.clone();
+    // A resume may hold byte 0 already: no primed probe then.
+    opts.prime_first_probe &= previous.is_none();
+    let rules = Arc::new(Rules {
+        previous: Mutex::new(previous),
         vouched,
-        &sources[0],
+        restart_on_change,
         ui,
-    );
+        context: Context::capture(),
+        failed: Mutex::default(),
+    });
+    let probing = Instant::now();
+    let probed = Engine::new(opts)
+        .probe_first_with(inputs, rules.clone())
+        .await;
+    let (probed, joining) = match probed {
+        Ok(p) => p,
+        Err(EngineError::Refused(why)) => return Err((Exit::Changed, why)),
+        Err(e @ EngineError::NoUsableSource(_)) => {
+            return Err((rules.no_source_exit(), e.to_string()))
+        }
+        Err(e) => return Err(super::transfer::classify(e)),
+    };
+    // The download goes ahead: each mirror left out is named once.
+    for (source, why) in &probed.dropped {
+        warn(ui, source, why);
+    }
+    let previous = rules.previous().take();
     Ok(Chosen {
-        probed: Probed {
-            size: sources[0].probe.size,
-            sources,
-            dropped: ballot.dropped,
-        },
+        probed,
         joining,
         previous,
         names,
         probing,
     })
-}
-
-/// Every mirror that answered describes another object than the partial download: refused
-/// (exit 5), or with `--restart-on-change` the partial download is given up and they are
-/// combined as for a fresh start.
-fn restart_or_refuse(
-    ballot: &mut Ballot,
-    previous: &mut Option<Control>,
-    restart_on_change: bool,
-    ui: Ui,
-) -> Result<(), Failure> {
-    let detail = ballot
-        .unfit
-        .iter()
-        .map(|(a, w)| format!("{}: {w}", a.input.endpoint))
-        .collect::<Vec<_>>()
-        .join("; ");
-    if !restart_on_change {
-        return Err((
-            Exit::Changed,
-            format!("{detail}; not resumed (--restart-on-change starts over)"),
-        ));
-    }
-    warn(ui, "partial download", &format!("{detail}; starting over"));
-    *previous = None;
-    ballot.fit = std::mem::take(&mut ballot.unfit)
-        .into_iter()
-        .map(|(a, _)| a)
-        .collect();
-    Ok(())
-}
-
-/// The sources that take part: the fitting answers the quorum keeps, its reference first.
-fn elect(ballot: &mut Ballot, ui: Ui) -> Result<Vec<ProbedSource>, Failure> {
-    let probes = ballot.fit_probes();
-    let Some(q) = agreement::quorum(&probes) else {
-        return Err(no_usable_source(ballot));
-    };
-    // The download goes ahead: each mirror whose probe failed is named once.
-    for (u, why) in &ballot.dropped {
-        if ballot.failed.iter().any(|f| &f.1 == why) {
-            warn(ui, u, why.strip_prefix(&format!("{u}: ")).unwrap_or(why));
-        }
-    }
-    let mut slots: Vec<Option<Answer>> = std::mem::take(&mut ballot.fit)
-        .into_iter()
-        .map(Some)
-        .collect();
-    for o in &q.odd {
-        if let Some(a) = slots[o.index].take() {
-            let url = a.input.endpoint.to_string();
-            warn(ui, &url, &o.why);
-            ballot.dropped.push((url, o.why.clone()));
-        }
-    }
-    let order = std::iter::once(q.reference).chain(q.members.iter().copied());
-    Ok(order
-        .filter_map(|i| slots[i].take())
-        .filter_map(|a| {
-            let probe = a.result.ok()?;
-            Some(ProbedSource {
-                input: a.input,
-                probe,
-            })
-        })
-        .collect())
-}
-
-/// No mirror answered with an object to download: exit 4 when every one refused by the
-/// protocol, else 3, naming each.
-fn no_usable_source(ballot: &Ballot) -> Failure {
-    let failed = &ballot.failed;
-    let code = if !failed.is_empty() && failed.iter().all(|f| f.0 == Exit::Protocol) {
-        Exit::Protocol
-    } else {
-        Exit::Network
-    };
-    let why = failed
-        .iter()
-        .map(|f| f.1.clone())
-        .collect::<Vec<_>>()
-        .join("; ");
-    (code, format!("no usable source: {why}"))
-}
-
-/// The mirrors still probing: each joins the transfer when it answers and fits the reference
-/// (or the recorded object), or is left out with why.
-fn join_later(
-    mut answers: UnboundedReceiver<Answer>,
-    pending: usize,
-    prev: Option<Control>,
-    vouched: bool,
-    reference: &ProbedSource,
-    ui: Ui,
-) -> Joining {
-    let (join_tx, joining) = Joining::channel(pending);
-    let first = reference.probe.clone();
-    let first_url = reference.input.endpoint.to_string();
-    crate::batch::tag::spawn(async move {
-        while let Some(a) = answers.recv().await {
-            show_probe(ui, a.index, &a);
-            let source = a.input.endpoint.to_string();
-            let j = match a.result {
-                Err((_, why)) => {
-                    let why = why
-                        .strip_prefix(&format!("{source}: "))
-                        .unwrap_or(&why)
-                        .to_owned();
-                    Joined::Dropped { source, why }
-                }
-                Ok(probe) => {
-                    let misfit =
-                        late_misfit(prev.as_ref(), vouched, &first, &first_url, &source, &probe);
-                    match misfit {
-                        None => Joined::Source(Box::new(ProbedSource {
-                            input: a.input,
-                            probe,
-                        })),
-                        Some(why) => Joined::Dropped { source, why },
-                    }
-                }
-            };
-            if let Joined::Dropped { source, why } = &j {
-                warn(ui, source, why);
-            }
-            if join_tx.send(j).is_err() {
-                break;
-            }
-        }
-    });
-    joining
 }

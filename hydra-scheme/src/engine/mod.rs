@@ -49,6 +49,7 @@ mod vouch;
 pub use events::{EngineEvent, FetchView, Progress};
 pub use joining::{Joined, Joining};
 pub use pieces::{PieceCheck, PieceFailure};
+pub use probe::{ProbeAnswer, ProbeFailure, ProbePolicy};
 pub use source::{prepare_all, Preparing, Probed, ProbedSource, SourceInput};
 use transfer::Transfer;
 
@@ -195,6 +196,9 @@ pub enum EngineError {
     /// The piece hashes ([`EngineOptions::pieces`]) disagree with every source.
     #[error("{0}")]
     Pieces(String),
+    /// The caller's [`ProbePolicy`] refused every source that answered, with why.
+    #[error("{0}")]
+    Refused(String),
 }
 
 fn join(v: &[(String, String)]) -> String {

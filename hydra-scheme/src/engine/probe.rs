@@ -1,15 +1,118 @@
 //! Probing: every source is asked what it serves, and those that describe the same object are
 //! kept ([`crate::agreement`]); sources still probing when the transfer may start join it later
-//! ([`Joining`]).
+//! ([`Joining`]). A caller with rules of its own (a resumed download that must continue the
+//! object it recorded) adds them through a [`ProbePolicy`].
 
 use super::{prepare_all, Engine, EngineError, Joined, Joining, Probed, ProbedSource, SourceInput};
 use crate::agreement::{self, disagreement};
+use crate::error::{ErrorKind, SchemeError};
 use crate::probe::Probe;
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
-/// A source and what its probe returned (the error in one line).
-type Answer = (SourceInput, Result<Probe, String>);
+/// Why a source's probe gave no answer.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ProbeFailure {
+    /// The scheme's error.
+    Error(SchemeError),
+    /// No answer within [`EngineOptions::probe_timeout`](super::EngineOptions::probe_timeout).
+    TimedOut(Duration),
+}
+
+impl ProbeFailure {
+    /// The scheme's error kind, when the scheme answered with one.
+    pub fn kind(&self) -> Option<&ErrorKind> {
+        match self {
+            ProbeFailure::Error(e) => Some(&e.kind),
+            ProbeFailure::TimedOut(_) => None,
+        }
+    }
+}
+
+/// The cause alone; the source is named by whoever shows it.
+impl fmt::Display for ProbeFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProbeFailure::Error(e) => write!(f, "{}", e.kind),
+            ProbeFailure::TimedOut(after) => {
+                write!(f, "probe timed out after {:.1} s", after.as_secs_f64())
+            }
+        }
+    }
+}
+
+/// One source's answer to its probe, as a [`ProbePolicy`] sees it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ProbeAnswer<'a> {
+    /// The source's position among those given.
+    pub index: usize,
+    /// The source.
+    pub input: &'a SourceInput,
+    /// What its probe saw, or why it failed.
+    pub result: Result<&'a Probe, &'a ProbeFailure>,
+}
+
+/// A caller's rules for the probe phase ([`Engine::probe_first_with`]). Every method has a
+/// default that adds nothing: the engine's own rules (agreement with the majority, or with the
+/// first answer for late ones) always apply as well.
+pub trait ProbePolicy: Send + Sync + 'static {
+    /// Sees each answer as it arrives, before and after the transfer starts.
+    fn answered(&self, answer: &ProbeAnswer<'_>) {
+        let _ = answer;
+    }
+
+    /// Why the source at `endpoint` whose probe saw `probe` may not take part; `None` when it
+    /// may.
+    fn misfit(&self, endpoint: &str, probe: &Probe) -> Option<String> {
+        let _ = (endpoint, probe);
+        None
+    }
+
+    /// Whether the sources that fit are settled without a majority of those given (a caller
+    /// that already knows the object, like a resume, need not wait for a quorum).
+    fn settled(&self) -> bool {
+        false
+    }
+
+    /// Every source that answered before the start is a misfit (`unfit`: endpoint and why):
+    /// `Ok` takes them as they are (the policy then fits them, and later answers, from now
+    /// on), `Err` refuses the transfer with that line ([`EngineError::Refused`]).
+    fn all_unfit(&self, unfit: &[(String, String)]) -> Result<(), String> {
+        let _ = unfit;
+        Err("no source fits".to_owned())
+    }
+
+    /// A source that answered after the start was left out, with why.
+    fn left_out(&self, endpoint: &str, why: &str) {
+        let _ = (endpoint, why);
+    }
+}
+
+/// The policy that adds nothing.
+struct Plain;
+impl ProbePolicy for Plain {}
+
+/// A source's answer as it travels from its probe task.
+struct Answer {
+    index: usize,
+    input: SourceInput,
+    result: Result<Probe, ProbeFailure>,
+}
+
+impl Answer {
+    fn view(&self) -> ProbeAnswer<'_> {
+        ProbeAnswer {
+            index: self.index,
+            input: &self.input,
+            result: self.result.as_ref(),
+        }
+    }
+}
 
 impl Engine {
     /// Probes every source concurrently; keeps those that agree with the first that answered.
@@ -23,32 +126,33 @@ impl Engine {
         let _preparing = prepare_all(&sources, &self.opts.config, timeout);
         let tasks: Vec<_> = sources
             .into_iter()
-            .map(|input| tokio::spawn(answer(input, prime, timeout)))
+            .enumerate()
+            .map(|(index, input)| tokio::spawn(answer(index, input, prime, timeout)))
             .collect();
         let mut answered: Vec<ProbedSource> = Vec::new();
         let mut dropped = Vec::new();
         for t in tasks {
-            let (input, r) = match t.await {
-                Ok(x) => x,
+            let a = match t.await {
+                Ok(a) => a,
                 Err(e) => {
                     dropped.push(("<probe task>".to_owned(), e.to_string()));
                     continue;
                 }
             };
-            match r {
-                Err(e) => dropped.push((input.endpoint.to_string(), e)),
-                Ok(probe) => answered.push(ProbedSource { input, probe }),
+            match a.result {
+                Err(e) => drop_failed(&a.input, &e, &mut dropped),
+                Ok(probe) => answered.push(ProbedSource {
+                    input: a.input,
+                    probe,
+                }),
             }
         }
         let kept = elect(answered, &mut dropped);
-        for (s, why) in &dropped {
-            tracing::warn!(source = %s, "{why}");
-        }
-        let Some(first) = kept.first() else {
+        if kept.is_empty() {
             return Err(EngineError::NoUsableSource(dropped));
-        };
+        }
         Ok(Probed {
-            size: first.probe.size,
+            size: kept[0].probe.size,
             sources: kept,
             dropped,
         })
@@ -57,113 +161,189 @@ impl Engine {
     /// Probes every source concurrently and returns once one has answered and the others had
     /// [`EngineOptions::probe_grace`](super::EngineOptions::probe_grace) to follow, so that the
     /// transfer can start while slower sources are still probing (a mirror slow to answer, or
-    /// silent until the probe timeout, does not hold up the start). The first to answer
-    /// defines the object; sources that agree with it ([`Engine::probe`]'s rule) within the
-    /// grace are in [`Probed::sources`], and each later answer arrives through the returned
-    /// [`Joining`], as a source that agrees or one left out with why. Probes that failed or
+    /// silent until the probe timeout, does not hold up the start). Those that agree by
+    /// [`agreement::quorum`] within the grace are in [`Probed::sources`] (while no agreeing
+    /// set is a majority of the sources given, the wait lasts at least
+    /// [`EngineOptions::probe_quorum_wait`](super::EngineOptions::probe_quorum_wait) after the
+    /// first answer); each later answer arrives through the returned [`Joining`], as a source
+    /// that agrees with the reference or one left out with why. Probes that failed or
     /// disagreed by then are in [`Probed::dropped`].
     pub async fn probe_first(
         &self,
         sources: Vec<SourceInput>,
     ) -> Result<(Probed, Joining), EngineError> {
+        self.probe_first_with(sources, Arc::new(Plain)).await
+    }
+
+    /// [`Engine::probe_first`] with a caller's rules added (see [`ProbePolicy`]).
+    pub async fn probe_first_with(
+        &self,
+        sources: Vec<SourceInput>,
+        policy: Arc<dyn ProbePolicy>,
+    ) -> Result<(Probed, Joining), EngineError> {
         if sources.is_empty() {
             return Err(EngineError::NoSources);
         }
-        let timeout = self.opts.probe_timeout;
-        let prime = self.opts.primes(&sources);
-        let n = sources.len();
-        let probing = tokio::time::Instant::now();
+        let total = sources.len();
+        let probing = Instant::now();
         // Aborted (when still opening) as this returns, when the transfer may start.
-        let _preparing = prepare_all(&sources, &self.opts.config, timeout);
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        for input in sources {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let _ = tx.send(answer(input, prime, timeout).await);
-            });
+        let preparing = prepare_all(&sources, &self.opts.config, self.opts.probe_timeout);
+        let mut rx = self.spawn_probes(sources);
+        let mut ballot = Ballot::new(policy.clone());
+        while ballot.answered < total && ballot.fit.is_empty() {
+            let Some(a) = rx.recv().await else { break };
+            ballot.take(a);
         }
-        drop(tx);
-        let mut dropped = Vec::new();
-        let mut answered = 0;
-        let first = loop {
-            let Some((input, r)) = rx.recv().await else {
-                return Err(EngineError::NoUsableSource(dropped));
-            };
-            answered += 1;
-            match r {
-                Ok(probe) => break ProbedSource { input, probe },
-                Err(why) => drop_failed(&input, why, &mut dropped),
-            }
-        };
-        // The others answer within the grace; while no agreeing set is a majority of the
-        // sources given, the wait lasts at least `probe_quorum_wait` after the first answer.
-        let first_at = tokio::time::Instant::now();
-        let grace = probing + probing.elapsed().mul_f64(self.opts.probe_grace.max(1.0));
-        let quorum_deadline = grace.max(first_at + self.opts.probe_quorum_wait);
-        let mut answers = vec![first];
-        while answered < n {
-            let probes: Vec<&Probe> = answers.iter().map(|a| &a.probe).collect();
-            let deadline = if agreement::has_majority(&probes, n) {
-                grace
-            } else {
-                quorum_deadline
-            };
-            let Ok(Some((input, r))) = tokio::time::timeout_at(deadline, rx.recv()).await else {
-                break;
-            };
-            answered += 1;
-            match r {
-                Ok(probe) => answers.push(ProbedSource { input, probe }),
-                Err(why) => drop_failed(&input, why, &mut dropped),
+        if !ballot.fit.is_empty() {
+            let first_at = Instant::now();
+            let grace = probing + probing.elapsed().mul_f64(self.opts.probe_grace.max(1.0));
+            let quorum_deadline = grace.max(first_at + self.opts.probe_quorum_wait);
+            while ballot.answered < total {
+                let settled = policy.settled() || agreement::has_majority(&ballot.probes(), total);
+                let deadline = if settled { grace } else { quorum_deadline };
+                let Ok(Some(a)) = tokio::time::timeout_at(deadline, rx.recv()).await else {
+                    break;
+                };
+                ballot.take(a);
             }
         }
-        let sources = elect(answers, &mut dropped);
-        let joining = join_later(rx, &sources[0], n - answered);
-        let size = sources[0].probe.size;
+        drop(preparing);
+        let sources = ballot.close()?;
+        let joining = join_later(rx, &sources[0], total - ballot.answered, policy);
         Ok((
             Probed {
-                size,
+                size: sources[0].probe.size,
                 sources,
-                dropped,
+                dropped: ballot.dropped,
             },
             joining,
         ))
     }
+
+    /// Starts every source's probe; answers arrive in the order they come.
+    fn spawn_probes(&self, sources: Vec<SourceInput>) -> mpsc::UnboundedReceiver<Answer> {
+        let timeout = self.opts.probe_timeout;
+        let prime = self.opts.primes(&sources);
+        let (tx, rx) = mpsc::unbounded_channel();
+        for (index, input) in sources.into_iter().enumerate() {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let _ = tx.send(answer(index, input, prime, timeout).await);
+            });
+        }
+        rx
+    }
+}
+
+/// The answers collected before the transfer starts.
+struct Ballot {
+    policy: Arc<dyn ProbePolicy>,
+    /// Answers that fit the policy, in the order they came.
+    fit: Vec<ProbedSource>,
+    /// Answers the policy says may not take part, with why.
+    unfit: Vec<(ProbedSource, String)>,
+    /// Sources left out, with why.
+    dropped: Vec<(String, String)>,
+    answered: usize,
+}
+
+impl Ballot {
+    fn new(policy: Arc<dyn ProbePolicy>) -> Self {
+        Ballot {
+            policy,
+            fit: Vec::new(),
+            unfit: Vec::new(),
+            dropped: Vec::new(),
+            answered: 0,
+        }
+    }
+
+    fn probes(&self) -> Vec<&Probe> {
+        self.fit.iter().map(|s| &s.probe).collect()
+    }
+
+    /// Files one answer.
+    fn take(&mut self, a: Answer) {
+        self.answered += 1;
+        self.policy.answered(&a.view());
+        let Answer { input, result, .. } = a;
+        match result {
+            Err(e) => drop_failed(&input, &e, &mut self.dropped),
+            Ok(probe) => {
+                let misfit = self.policy.misfit(&input.endpoint.to_string(), &probe);
+                let s = ProbedSource { input, probe };
+                match misfit {
+                    None => self.fit.push(s),
+                    Some(why) => self.unfit.push((s, why)),
+                }
+            }
+        }
+    }
+
+    /// The sources that take part, the reference first; refused when none fits.
+    fn close(&mut self) -> Result<Vec<ProbedSource>, EngineError> {
+        if self.fit.is_empty() && !self.unfit.is_empty() {
+            let named: Vec<(String, String)> = self
+                .unfit
+                .iter()
+                .map(|(s, why)| (s.input.endpoint.to_string(), why.clone()))
+                .collect();
+            self.policy
+                .all_unfit(&named)
+                .map_err(EngineError::Refused)?;
+            self.fit = self.unfit.drain(..).map(|(s, _)| s).collect();
+        }
+        for (s, why) in self.unfit.drain(..) {
+            let why = format!("{why}; left out");
+            tracing::debug!(source = %s.input.endpoint, "{why}");
+            self.dropped.push((s.input.endpoint.to_string(), why));
+        }
+        let kept = elect(std::mem::take(&mut self.fit), &mut self.dropped);
+        if kept.is_empty() {
+            return Err(EngineError::NoUsableSource(std::mem::take(
+                &mut self.dropped,
+            )));
+        }
+        Ok(kept)
+    }
 }
 
 /// Probes `input` within `timeout`.
-async fn answer(input: SourceInput, prime: bool, timeout: Duration) -> Answer {
-    let r = match tokio::time::timeout(timeout, input.probe(prime)).await {
-        Ok(r) => r.map_err(|e| e.to_string()),
-        Err(_) => Err(format!(
-            "probe timed out after {:.1} s",
-            timeout.as_secs_f64()
-        )),
+async fn answer(index: usize, input: SourceInput, prime: bool, timeout: Duration) -> Answer {
+    let result = match tokio::time::timeout(timeout, input.probe(prime)).await {
+        Ok(r) => r.map_err(ProbeFailure::Error),
+        Err(_) => Err(ProbeFailure::TimedOut(timeout)),
     };
-    (input, r)
+    Answer {
+        index,
+        input,
+        result,
+    }
 }
 
 /// Leaves out a source whose probe failed, with why.
-fn drop_failed(input: &SourceInput, why: String, dropped: &mut Vec<(String, String)>) {
-    tracing::warn!(source = %input.endpoint, "{why}");
-    dropped.push((input.endpoint.to_string(), why));
+fn drop_failed(input: &SourceInput, why: &ProbeFailure, dropped: &mut Vec<(String, String)>) {
+    tracing::debug!(source = %input.endpoint, "{why}");
+    dropped.push((input.endpoint.to_string(), why.to_string()));
 }
 
 /// The `pending` answers still to come on `rx`, each fitted against `reference` (the source
-/// that defines the object) as it arrives.
+/// that defines the object) and the policy as it arrives.
 fn join_later(
     mut rx: mpsc::UnboundedReceiver<Answer>,
     reference: &ProbedSource,
     pending: usize,
+    policy: Arc<dyn ProbePolicy>,
 ) -> Joining {
     let fit = Fit {
         reference: reference.probe.clone(),
         first_name: reference.input.endpoint.to_string(),
+        policy,
     };
     let (jtx, joining) = Joining::channel(pending);
     tokio::spawn(async move {
-        while let Some((input, r)) = rx.recv().await {
-            if jtx.send(fit.fit(input, r)).is_err() {
+        while let Some(a) = rx.recv().await {
+            if jtx.send(fit.fit(a)).is_err() {
                 break;
             }
         }
@@ -177,24 +357,34 @@ struct Fit {
     reference: Probe,
     /// That source's endpoint.
     first_name: String,
+    policy: Arc<dyn ProbePolicy>,
 }
 
 impl Fit {
-    /// The source joins if its probe answered and describes the reference's object.
-    fn fit(&self, input: SourceInput, r: Result<Probe, String>) -> Joined {
+    /// The source joins if its probe answered, fits the policy and describes the reference's
+    /// object.
+    fn fit(&self, a: Answer) -> Joined {
+        self.policy.answered(&a.view());
+        let Answer { input, result, .. } = a;
         let source = input.endpoint.to_string();
-        let j = match r.map(|probe| (disagreement(&self.reference, &probe), probe)) {
-            Ok((None, probe)) => Joined::Source(Box::new(ProbedSource { input, probe })),
-            Ok((Some(why), _)) => Joined::Dropped {
-                source,
-                why: format!("{why} at {}; not combined", self.first_name),
-            },
-            Err(why) => Joined::Dropped { source, why },
+        let probe = match result {
+            Err(e) => return self.leave(source, e.to_string()),
+            Ok(p) => p,
         };
-        if let Joined::Dropped { source, why } = &j {
-            tracing::warn!(source = %source, "{why}");
+        if let Some(why) = self.policy.misfit(&source, &probe) {
+            return self.leave(source, format!("{why}; left out"));
         }
-        j
+        if let Some(why) = disagreement(&self.reference, &probe) {
+            let why = format!("{why} at {}; not combined", self.first_name);
+            return self.leave(source, why);
+        }
+        Joined::Source(Box::new(ProbedSource { input, probe }))
+    }
+
+    fn leave(&self, source: String, why: String) -> Joined {
+        tracing::debug!(source = %source, "{why}");
+        self.policy.left_out(&source, &why);
+        Joined::Dropped { source, why }
     }
 }
 
@@ -208,7 +398,7 @@ fn elect(answers: Vec<ProbedSource>, dropped: &mut Vec<(String, String)>) -> Vec
     let mut slots: Vec<Option<ProbedSource>> = answers.into_iter().map(Some).collect();
     for o in &q.odd {
         if let Some(s) = slots[o.index].take() {
-            tracing::warn!(source = %s.input.endpoint, "{}", o.why);
+            tracing::debug!(source = %s.input.endpoint, "{}", o.why);
             dropped.push((s.input.endpoint.to_string(), o.why.clone()));
         }
     }
