@@ -85,8 +85,14 @@ print('hydra summary: revoked_bytes', s['revoked_bytes'], '(%.2f pieces),' % (s[
       'payload over the object', over, '(%.2f pieces),' % (over / L), 'waste_bytes', s['waste_bytes'],
       'per source', [(x['url'], x['bytes']) for x in s['sources']])"
 if command -v aria2c >/dev/null; then
-  ln -s a2/obj.bin "$T/aria2c.bin" # aria2c names a Metalink's file itself
-  run aria2c aria2c -q --no-conf --allow-overwrite=true --file-allocation=none \
-    --dir="$T/a2" --metalink-file="$T/obj.meta4"
-  tail -3 "$T/aria2c.err" || true
+  # aria2c as it comes (it takes mirrors in priority order), then told to prefer the damaged
+  # mirror's location (--metalink-location=fr), so that its piece checks are exercised too.
+  for variant in aria2c aria2c-fr; do
+    ln -s "$variant/obj.bin" "$T/$variant.bin" # aria2c names a Metalink's file itself
+    extra=()
+    [ "$variant" = aria2c-fr ] && extra=(--metalink-location=fr)
+    run "$variant" aria2c -q --no-conf --allow-overwrite=true --file-allocation=none \
+      --dir="$T/$variant" "${extra[@]}" --metalink-file="$T/obj.meta4"
+    tail -3 "$T/$variant.err" || true
+  done
 fi

@@ -18,7 +18,10 @@ use faultnet::live::{Proxy, ProxyConfig, ProxyHandle};
 use faultnet::scenario::{Action, Event, Link, Target};
 use faultnet::units::{Dur, Rate};
 use hydra_core::Config;
-use hydra_scheme::{ByteRange, Endpoint, EngineOptions, SourceInput};
+use hydra_scheme::{
+    engine::{EngineOptions, SourceInput},
+    ByteRange, Endpoint,
+};
 use hydra_scheme_http::origin::object_bytes;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read};

@@ -141,7 +141,7 @@ pub fn route_of(rules: &ProxyRules, endpoint: &Endpoint) -> Route {
 /// (`source 2 (ftp://h/f): proxy http://p:3128 from ALL_PROXY`), on stderr.
 pub(crate) fn explain_proxies(
     rules: &ProxyRules,
-    inputs: &[hydra_scheme::SourceInput],
+    inputs: &[hydra_scheme::engine::SourceInput],
     ui: crate::ui::Ui,
 ) {
     if !ui.quiet {

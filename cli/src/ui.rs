@@ -8,8 +8,8 @@
 //! * **JSON** (`--json`): one event per line on stdout; the schema is in `docs/cli.md`.
 
 use hydra_core::{ConnId, FetchId, LimitReason, Notice, SourceId};
+use hydra_scheme::engine::EngineEvent;
 use hydra_scheme::text::redact_userinfo;
-use hydra_scheme::EngineEvent;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -404,7 +404,7 @@ impl Bars {
         }
     }
 
-    fn update(&mut self, p: &hydra_scheme::Progress, label: &dyn Fn(usize) -> String) {
+    fn update(&mut self, p: &hydra_scheme::engine::Progress, label: &dyn Fn(usize) -> String) {
         self.overall.set_position(p.done);
         let mut fetches = p.fetches.clone();
         fetches.sort_by_key(|f| (f.source, f.conn, f.range.lo));

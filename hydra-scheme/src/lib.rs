@@ -20,27 +20,41 @@
 //!
 //! The transfer engine that drives `hydra-core` over these is built on this contract (see the
 //! driving sketch on [`Scheme`]).
+//!
+//! # Where things are
+//!
+//! Each item has one path:
+//!
+//! * the crate root: the contract a plugin implements and the parts it builds with (the items
+//!   above, [`IdlePool`] for idle sessions, the [`Connector`]s);
+//! * [`engine`]: driving a transfer ([`engine::Engine`], its options, probe phase, events and
+//!   report) — what a download tool needs, not a plugin;
+//! * [`proxy`], [`tls`]: the proxy rules and connectors, the trust store and certificate
+//!   wording a scheme dials with;
+//! * [`agreement`]: when two probes describe the same object (the rule every source is held
+//!   to); [`text`]: showing what a peer sent; [`content`]: the deterministic test object;
+//! * `testing` (feature `testing`): what a plugin's own conformance harness needs.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod agreement;
-pub mod bound;
-pub mod connect;
+mod bound;
+mod connect;
 pub mod content;
-pub mod endpoint;
+mod endpoint;
 pub mod engine;
-pub mod error;
-pub mod pool;
-pub mod probe;
+mod error;
+mod pool;
+mod probe;
 pub mod proxy;
-pub mod registry;
-pub mod scheme;
-pub mod sink;
+mod registry;
+mod scheme;
+mod sink;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod text;
 pub mod tls;
-pub mod writer;
+mod writer;
 
 pub use bound::RangeBound;
 pub use connect::{
@@ -48,11 +62,6 @@ pub use connect::{
     TlsOptions,
 };
 pub use endpoint::{Credentials, Endpoint, EndpointError};
-pub use engine::{
-    prepare_all, Engine, EngineError, EngineEvent, EngineOptions, FetchView, Joined, Joining,
-    Preparing, ProbeAnswer, ProbeFailure, ProbePolicy, Probed, ProbedSource, Progress, Report,
-    SourceInput,
-};
 pub use error::{ErrorKind, SchemeError, TimeoutPhase};
 pub use hydra_core::{ByteRange, Capabilities, ConnId, Failure, FetchEnd, FetchId, RangeSet};
 pub use pool::{IdlePool, Opening, PoolKey, Pooled};
@@ -60,6 +69,5 @@ pub use probe::{Probe, Validator};
 pub use registry::{Registry, ResolveError};
 pub use scheme::{FetchOutcome, FetchRequest, Scheme, Transport, PRIMED_TTL};
 pub use sink::{FileSink, MemorySink, Sink};
-pub use tls::{client_config, CertificateRefusal};
 pub use url::Url;
 pub use writer::{FetchEvent, FetchEventKind, FetchObserver, NoObserver, RangeWriter, WriteResult};

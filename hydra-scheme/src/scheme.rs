@@ -103,7 +103,7 @@ pub trait Scheme: Send + Sync {
     /// fetch would otherwise do before its request) and leaves it idle in the scheme's pool,
     /// so that a fetch that follows starts with its request. The engine calls it while a
     /// source's probe is out, once for each connection beyond the first that a remembered
-    /// count says the source will open ([`SourceInput::prepare`](crate::SourceInput::prepare)),
+    /// count says the source will open ([`SourceInput::prepare`](crate::engine::SourceInput::prepare)),
     /// and aborts the calls still running when the transfer starts; a prepared session must
     /// therefore never be needed for correctness, and one never taken is dropped with the
     /// pool. It must not hold a session a fetch would then be refused for (a scheme with a

@@ -12,8 +12,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use hydra_core::{Concurrency, Config};
 use hydra_scheme::{
-    Capabilities, Endpoint, Engine, EngineError, EngineOptions, ErrorKind, FetchOutcome,
-    FetchRequest, MemorySink, Probe, RangeSet, Scheme, SchemeError, Sink, SourceInput, Validator,
+    engine::{Engine, EngineError, EngineOptions, SourceInput},
+    Capabilities, Endpoint, ErrorKind, FetchOutcome, FetchRequest, MemorySink, Probe, RangeSet,
+    Scheme, SchemeError, Sink, Validator,
 };
 use tokio::sync::Notify;
 

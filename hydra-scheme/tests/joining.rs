@@ -14,8 +14,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use hydra_core::{Concurrency, Config};
 use hydra_scheme::{
-    Endpoint, Engine, EngineOptions, ErrorKind, FetchOutcome, FetchRequest, MemorySink, Probe,
-    RangeSet, Report, Scheme, SchemeError, Sink, SourceInput, Validator,
+    engine::{Engine, EngineOptions, Report, SourceInput},
+    Endpoint, ErrorKind, FetchOutcome, FetchRequest, MemorySink, Probe, RangeSet, Scheme,
+    SchemeError, Sink, Validator,
 };
 
 const SIZE: u64 = 512 * 1024;
@@ -269,8 +270,8 @@ struct Rules {
     left_out: std::sync::Mutex<Vec<String>>,
 }
 
-impl hydra_scheme::ProbePolicy for Rules {
-    fn answered(&self, a: &hydra_scheme::ProbeAnswer<'_>) {
+impl hydra_scheme::engine::ProbePolicy for Rules {
+    fn answered(&self, a: &hydra_scheme::engine::ProbeAnswer<'_>) {
         self.answered.lock().expect("lock").push(a.index);
     }
     fn misfit(&self, endpoint: &str, _probe: &Probe) -> Option<String> {
@@ -336,7 +337,7 @@ async fn a_policy_refusing_every_answer_ends_the_probe_with_its_own_line() {
     });
     let r = engine().probe_first_with(vec![input(1, &a)], rules).await;
     match r {
-        Err(hydra_scheme::EngineError::Refused(why)) => {
+        Err(hydra_scheme::engine::EngineError::Refused(why)) => {
             assert_eq!(why, "every mirror describes another object")
         }
         other => panic!(

@@ -2,7 +2,7 @@
 //! `Strong(`, braces) in any error kind, engine error or agreement verdict.
 
 use hydra_scheme::agreement::{self, disagreement, quorum};
-use hydra_scheme::{ByteRange, EngineError, ErrorKind, Probe, TimeoutPhase, Validator};
+use hydra_scheme::{engine::EngineError, ByteRange, ErrorKind, Probe, TimeoutPhase, Validator};
 use std::time::{Duration, SystemTime};
 
 fn assert_plain(text: &str) {

@@ -17,8 +17,9 @@ use async_trait::async_trait;
 use hydra_core::{Concurrency, Config};
 use hydra_scheme::engine::PieceCheck;
 use hydra_scheme::{
-    Endpoint, Engine, EngineError, EngineEvent, EngineOptions, ErrorKind, FetchOutcome,
-    FetchRequest, MemorySink, Probe, RangeSet, Report, Scheme, SchemeError, SourceInput, Validator,
+    engine::{Engine, EngineError, EngineEvent, EngineOptions, Report, SourceInput},
+    Endpoint, ErrorKind, FetchOutcome, FetchRequest, MemorySink, Probe, RangeSet, Scheme,
+    SchemeError, Validator,
 };
 use tokio::sync::mpsc;
 

@@ -11,8 +11,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use hydra_core::{Concurrency, Config, Remembered};
 use hydra_scheme::{
-    Endpoint, Engine, EngineOptions, FetchOutcome, FetchRequest, Probe, Scheme, SchemeError,
-    SourceInput,
+    engine::{Engine, EngineOptions, SourceInput},
+    Endpoint, FetchOutcome, FetchRequest, Probe, Scheme, SchemeError,
 };
 
 const LIMIT: Duration = Duration::from_secs(30);

@@ -24,8 +24,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use hydra_core::{Concurrency, Config};
 use hydra_scheme::{
-    Endpoint, Engine, EngineOptions, ErrorKind, FetchOutcome, FetchRequest, MemorySink, Probe,
-    RangeSet, Report, Scheme, SchemeError, Sink, SourceInput, Validator,
+    engine::{Engine, EngineOptions, Report, SourceInput},
+    Endpoint, ErrorKind, FetchOutcome, FetchRequest, MemorySink, Probe, RangeSet, Scheme,
+    SchemeError, Sink, Validator,
 };
 
 const SIZE: u64 = 256 * 1024;

@@ -5,7 +5,10 @@
 use super::sums::{self, Malformed};
 use super::{Algo, Checksum};
 use crate::exit::Exit;
-use hydra_scheme::{Engine, EngineOptions, MemorySink, RangeSet, SourceInput};
+use hydra_scheme::{
+    engine::{Engine, EngineOptions, SourceInput},
+    MemorySink, RangeSet,
+};
 use std::sync::Arc;
 
 /// The largest checksum file read (a list of digests, not an object).
@@ -77,9 +80,9 @@ fn read(p: &std::path::Path) -> Result<Vec<u8>, String> {
 /// The object at `input`, from that one source, in memory.
 async fn fetch(input: SourceInput, engine: EngineOptions) -> Result<Vec<u8>, (Exit, String)> {
     let engine = Engine::new(engine);
-    let failed = |e: hydra_scheme::EngineError| {
+    let failed = |e: hydra_scheme::engine::EngineError| {
         let code = match e {
-            hydra_scheme::EngineError::NoUsableSource(_) => Exit::Network,
+            hydra_scheme::engine::EngineError::NoUsableSource(_) => Exit::Network,
             _ => Exit::Protocol,
         };
         (code, e.to_string())

@@ -9,7 +9,10 @@ use crate::memory::{self, HostMemory};
 use crate::schemes::{parse_proxy, registry, NetOptions};
 use crate::ui::Ui;
 use hydra_core::{Concurrency, Config};
-use hydra_scheme::{Endpoint, EngineOptions, ResolveError, SourceInput};
+use hydra_scheme::{
+    engine::{EngineOptions, SourceInput},
+    Endpoint, ResolveError,
+};
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 

@@ -26,7 +26,7 @@ pub use transfer::transfer;
 use crate::checksum::Checksum;
 use crate::exit::Exit;
 use crate::ui::{emit, Ui};
-use hydra_scheme::{EngineOptions, Probed, Report, SourceInput};
+use hydra_scheme::engine::{EngineOptions, Probed, Report, SourceInput};
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -19,7 +19,10 @@ use super::{Done, Failure};
 use crate::checksum::{digest_file, Checksum};
 use crate::control::{sync_dir, Control};
 use crate::exit::Exit;
-use hydra_scheme::{Endpoint, FileSink, Probed, Report};
+use hydra_scheme::{
+    engine::{Probed, Report},
+    Endpoint, FileSink,
+};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

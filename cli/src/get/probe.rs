@@ -2,7 +2,10 @@
 
 use crate::exit::Exit;
 use crate::ui::{emit, Ui};
-use hydra_scheme::{ErrorKind, ProbeAnswer, ProbeFailure, Validator};
+use hydra_scheme::{
+    engine::{ProbeAnswer, ProbeFailure},
+    ErrorKind, Validator,
+};
 use serde_json::json;
 
 /// The exit code for a probe or fetch error.

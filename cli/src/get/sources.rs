@@ -18,8 +18,10 @@ use crate::control::Control;
 use crate::exit::Exit;
 use crate::ui::Ui;
 use hydra_scheme::{
-    Engine, EngineError, EngineOptions, Joining, Probe, ProbeAnswer, ProbePolicy, Probed,
-    SourceInput,
+    engine::{
+        Engine, EngineError, EngineOptions, Joining, ProbeAnswer, ProbePolicy, Probed, SourceInput,
+    },
+    Probe,
 };
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -18,7 +18,10 @@ use super::{limits, output, Done, Failure, Job};
 use crate::exit::Exit;
 use crate::ui;
 use hydra_core::{ByteRange, RangeSet};
-use hydra_scheme::{Engine, EngineError, Sink};
+use hydra_scheme::{
+    engine::{Engine, EngineError},
+    Sink,
+};
 use std::io::{self, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use window::Window;

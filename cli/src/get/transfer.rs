@@ -9,7 +9,10 @@ use crate::control::{control_path, Control, PartSink, RecordedSource, VERSION};
 use crate::exit::Exit;
 use crate::ui::{self, emit};
 use hydra_scheme::Sink as _;
-use hydra_scheme::{Engine, EngineError, RangeSet};
+use hydra_scheme::{
+    engine::{Engine, EngineError},
+    RangeSet,
+};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,7 +20,7 @@ use std::time::Duration;
 
 /// How the engine's run ended.
 enum Ended {
-    Engine(Box<Result<hydra_scheme::Report, EngineError>>),
+    Engine(Box<Result<hydra_scheme::engine::Report, EngineError>>),
     /// The engine's run failed.
     Failed(EngineError),
     Interrupted,

@@ -9,8 +9,8 @@ use faultnet::scenario::{Link, Scenario};
 use faultnet::units::{ByteSize, Dur, Rate};
 use hydra_core::{Concurrency, Config};
 use hydra_scheme::{
-    ByteRange, Endpoint, Engine, EngineError, EngineOptions, MemorySink, Probed, RangeSet, Report,
-    Scheme, Sink, SourceInput,
+    engine::{Engine, EngineError, EngineOptions, Probed, Report, SourceInput},
+    ByteRange, Endpoint, MemorySink, RangeSet, Scheme, Sink,
 };
 use sha2::{Digest, Sha256};
 

@@ -11,8 +11,9 @@ use faultnet::scenario::{Action, DieMode};
 use faultnet::toxic::{Stream, Toxic, ToxicKind};
 use faultnet::units::Dur;
 use hydra_scheme::{
-    Capabilities, Endpoint, Engine, EngineError, FetchOutcome, FetchRequest, MemorySink, Probe,
-    Probed, RangeSet, Scheme, SchemeError, Sink, Transport,
+    engine::{Engine, EngineError, Probed},
+    Capabilities, Endpoint, FetchOutcome, FetchRequest, MemorySink, Probe, RangeSet, Scheme,
+    SchemeError, Sink, Transport,
 };
 
 use super::origin::{LiveOrigin, OriginFault};
@@ -483,7 +484,7 @@ async fn all_dead_then_resume(sut: &SchemeUnderTest, opts: &SuiteOptions) -> Res
 /// A finished bad-server transfer: byte-exact (against one of `allowed`) or a clear one-line
 /// error with only correct bytes kept (against `allowed[0]`, when `check_kept`).
 pub(super) fn judge(
-    result: &Option<Result<hydra_scheme::Report, EngineError>>,
+    result: &Option<Result<hydra_scheme::engine::Report, EngineError>>,
     sink: &MemorySink,
     allowed: &[Vec<u8>],
     check_kept: bool,

@@ -1,7 +1,7 @@
 //! Piece hashes: a source that serves wrong bytes costs its own pieces, not the download.
 //!
 //! When the caller knows a hash for every piece of the object (a Metalink's `<pieces>`), it
-//! gives the engine a [`PieceCheck`] ([`crate::EngineOptions::pieces`]). The engine records
+//! gives the engine a [`PieceCheck`] ([`crate::engine::EngineOptions::pieces`]). The engine records
 //! which source delivered which bytes; as soon as every byte of a piece is held, the piece is
 //! read back from the sink and checked. A piece that fails is revoked and fetched again (the
 //! scheduler hands it to whichever source is free); each failure is announced as a
@@ -10,7 +10,7 @@
 //! kept, since each was checked against its hash.
 //!
 //! When every source has been dropped this way, or piece failures go on past a bound without
-//! one source to blame, the transfer is refused ([`crate::EngineError::Pieces`]): the hashes
+//! one source to blame, the transfer is refused ([`crate::engine::EngineError::Pieces`]): the hashes
 //! disagree with the mirrors.
 
 use super::EngineEvent;

@@ -140,11 +140,11 @@ fn passive_builder(
 }
 
 /// Builds the rustls connector for FTPS from the configuration HTTPS uses too
-/// ([`hydra_scheme::client_config`]: the platform's roots plus `extra_roots`, worded
+/// ([`hydra_scheme::tls::client_config`]: the platform's roots plus `extra_roots`, worded
 /// certificate refusals). The same config serves the control and every data connection, so
 /// TLS sessions resume (servers that require session reuse on the data connection accept it).
 pub(crate) fn tls_connector(options: &FtpOptions) -> io::Result<tokio_rustls::TlsConnector> {
-    let config = hydra_scheme::client_config(&hydra_scheme::TlsOptions {
+    let config = hydra_scheme::tls::client_config(&hydra_scheme::TlsOptions {
         extra_roots: options.extra_roots.clone(),
         ..hydra_scheme::TlsOptions::default()
     })?;

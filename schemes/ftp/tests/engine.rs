@@ -9,7 +9,10 @@ use faultnet::live::{Proxy, ProxyConfig, ProxyHandle};
 use faultnet::scenario::{Action, Event, Link, Target};
 use faultnet::units::{ByteSize, Dur, Rate};
 use hydra_core::{Concurrency, Config};
-use hydra_scheme::{ByteRange, Endpoint, Engine, EngineOptions, MemorySink, RangeSet, SourceInput};
+use hydra_scheme::{
+    engine::{Engine, EngineOptions, SourceInput},
+    ByteRange, Endpoint, MemorySink, RangeSet,
+};
 use hydra_scheme_ftp::origin::{object_bytes, Origin, OriginConfig};
 use hydra_scheme_ftp::{FtpOptions, FtpScheme};
 

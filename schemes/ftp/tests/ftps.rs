@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use hydra_core::{Concurrency, Config};
 use hydra_scheme::{
-    ByteRange, ConnId, Endpoint, Engine, EngineOptions, ErrorKind, Failure, FetchEvent, FetchId,
-    FetchOutcome, FetchRequest, MemorySink, RangeBound, RangeSet, RangeWriter, Scheme, Sink,
-    SourceInput,
+    engine::{Engine, EngineOptions, SourceInput},
+    ByteRange, ConnId, Endpoint, ErrorKind, Failure, FetchEvent, FetchId, FetchOutcome,
+    FetchRequest, MemorySink, RangeBound, RangeSet, RangeWriter, Scheme, Sink,
 };
 use hydra_scheme_ftp::origin::{object_bytes, Origin, OriginConfig, OBJECT};
 use hydra_scheme_ftp::{FtpOptions, FtpScheme, Passive};

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use hydra_core::{Concurrency, Config};
 use hydra_scheme::{
-    ByteRange, Endpoint, Engine, EngineError, EngineOptions, MemorySink, RangeSet, Scheme,
-    SourceInput,
+    engine::{Engine, EngineError, EngineOptions, SourceInput},
+    ByteRange, Endpoint, MemorySink, RangeSet, Scheme,
 };
 use hydra_scheme_http::origin::{
     object_bytes, Misbehaviour, Origin, OriginConfig, Redirect, Truncate,
@@ -67,7 +67,7 @@ fn inputs(origins: &[&Origin]) -> Vec<SourceInput> {
 async fn transfer(
     engine: &Engine,
     origins: &[&Origin],
-) -> Result<(Vec<u8>, hydra_scheme::Report), EngineError> {
+) -> Result<(Vec<u8>, hydra_scheme::engine::Report), EngineError> {
     transfer_with(engine, origins, || {}).await
 }
 
@@ -76,7 +76,7 @@ async fn transfer_with(
     engine: &Engine,
     origins: &[&Origin],
     after_probe: impl FnOnce(),
-) -> Result<(Vec<u8>, hydra_scheme::Report), EngineError> {
+) -> Result<(Vec<u8>, hydra_scheme::engine::Report), EngineError> {
     let fut = async {
         let probed = engine.probe(inputs(origins)).await?;
         after_probe();
