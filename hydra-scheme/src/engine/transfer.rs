@@ -76,6 +76,17 @@ enum Turn {
     Close,
 }
 
+/// A transfer dropped before it ended (its caller's future was dropped: a timeout, a
+/// cancelled task) stops every fetch it started, so none keeps writing into the sink.
+impl Drop for Transfer<'_> {
+    fn drop(&mut self) {
+        for r in self.running.values() {
+            r.bound.cancel();
+            r.task.abort();
+        }
+    }
+}
+
 impl<'a> Transfer<'a> {
     /// A transfer of `probed` into `sink`, with the bytes in `already` held.
     pub(super) fn new(
@@ -581,7 +592,7 @@ impl<'a> Transfer<'a> {
 
     /// The report, once the sink's `finish` succeeded and its written set is the whole object
     /// with no byte written twice.
-    fn report(self) -> Result<Report, EngineError> {
+    fn report(mut self) -> Result<Report, EngineError> {
         let size = self.sched.size();
         self.sink.finish().map_err(EngineError::Sink)?;
         let written = self.sink.written();
@@ -605,9 +616,9 @@ impl<'a> Transfer<'a> {
             bytes_per_source: per_source(n, |s| sched.source_bytes(s)),
             limits: per_source(n, |s| sched.limit_reason(s)),
             learned: per_source(n, |s| sched.learned(s)),
-            failures: self.failures,
-            joined: self.joined,
-            dropped: self.late_dropped,
+            failures: std::mem::take(&mut self.failures),
+            joined: std::mem::take(&mut self.joined),
+            dropped: std::mem::take(&mut self.late_dropped),
             removed: self
                 .integrity
                 .dropped()
