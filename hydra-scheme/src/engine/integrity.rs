@@ -163,6 +163,9 @@ impl Delivery {
 pub(crate) struct Dropped {
     pub source: usize,
     pub why: String,
+    /// Dropped for serving other bytes than the others (not for a changed object): a
+    /// disagreement with it is settled in the other source's favour.
+    pub liar: bool,
 }
 
 /// The engine's record of every fetch's deliveries, and the proofs still open.
@@ -172,6 +175,10 @@ pub(crate) struct Integrity {
     /// Per source, the other sources whose streams it disagreed with.
     strikes: BTreeMap<usize, BTreeSet<Option<usize>>>,
     mismatches: u32,
+    /// Every disagreement (source, counterpart; `None`: not known) at a stream boundary or a
+    /// spot check, kept after the counterpart is dropped: one is settled only by the
+    /// counterpart being shown a liar, or by another source confirming the source's bytes.
+    disputes: BTreeSet<(usize, Option<usize>)>,
     /// Sources whose bytes were checked against another source's and agreed.
     vouched: BTreeSet<usize>,
     /// Ranges a resumed partial download already held: all of them, and the largest, which
@@ -400,6 +407,10 @@ impl Integrity {
         }
         self.mismatches += 1;
         for &o in disagree {
+            self.disputes.insert((source, Some(o)));
+            self.disputes.insert((o, Some(source)));
+        }
+        for &o in disagree {
             self.strikes.entry(source).or_default().insert(Some(o));
             self.strikes.entry(o).or_default().insert(Some(source));
         }
@@ -481,6 +492,13 @@ impl Integrity {
             return self.drop_source(s, &format!("lies about offsets: {why}"), sched, sink, now);
         }
         self.mismatches += 1;
+        if others.is_empty() {
+            self.disputes.insert((s, None));
+        }
+        for &o in &others {
+            self.disputes.insert((s, Some(o)));
+            self.disputes.insert((o, Some(s)));
+        }
         // Which of the two lies is not known yet: neither keeps any byte. A source whose
         // bytes disagree with one stream may agree with itself everywhere else (a body shifted
         // by a constant), so everything both delivered is fetched again.
@@ -527,6 +545,7 @@ impl Integrity {
             self.dropped.push(Dropped {
                 source,
                 why: why.to_owned(),
+                liar: true,
             });
         }
         sched.on_source_dead(SourceId(source as u16), now);
@@ -578,6 +597,7 @@ impl Integrity {
             self.dropped.push(Dropped {
                 source,
                 why: format!("object changed during the transfer ({why}); dropped"),
+                liar: false,
             });
         }
         sched.on_source_dead(SourceId(source as u16), now);
@@ -644,27 +664,122 @@ impl Integrity {
     }
 
     /// Why a transfer holding every byte may still not be called complete: two sources whose
-    /// streams did not line up, neither of them dropped. The bytes of both were fetched
+    /// streams did not line up, neither of them dropped; or a source that once disagreed with
+    /// another not shown a liar, whose bytes no source confirmed since. The bytes of both were fetched
     /// again, but one of them may since have delivered every byte on its own, and a source
     /// that shifts every offset by the same amount agrees with itself.
     pub(crate) fn unresolved(&self) -> Option<String> {
         let dropped = |s: usize| self.dropped.iter().any(|d| d.source == s);
-        self.strikes
+        let struck = self
+            .strikes
             .iter()
             .filter(|(s, _)| !dropped(**s))
-            .find(|(_, against)| against.iter().any(|c| c.is_none_or(|c| !dropped(c))))
-            .map(|_| {
-                format!(
-                    "the sources do not serve the same bytes at the same offsets ({} streams \
-                     did not line up with the bytes before them, and no one source could be \
-                     shown to be wrong)",
-                    self.mismatches
-                )
-            })
+            .any(|(_, against)| against.iter().any(|c| c.is_none_or(|c| !dropped(c))));
+        if struck {
+            return Some(format!(
+                "the sources do not serve the same bytes at the same offsets ({} streams did \
+                 not line up with the bytes before them, and no one source could be shown to \
+                 be wrong)",
+                self.mismatches
+            ));
+        }
+        self.unconfirmed().map(|_| {
+            format!(
+                "the sources do not serve the same bytes at the same offsets ({} streams did \
+                 not line up with the bytes before them, and no other source confirmed the \
+                 bytes of the one left)",
+                self.mismatches
+            )
+        })
+    }
+
+    /// A source holding bytes in the output that once disagreed with another source not
+    /// since shown a liar, and that no source has confirmed: a counterpart dropped because
+    /// its object changed leaves the question open, and does not make this one right.
+    fn unconfirmed(&self) -> Option<usize> {
+        let dropped = |s: usize| self.dropped.iter().any(|d| d.source == s);
+        let liar = |s: usize| self.dropped.iter().any(|d| d.source == s && d.liar);
+        let holds = |s: usize| {
+            self.fetches
+                .values()
+                .any(|d| d.source == s && !d.range().is_empty())
+        };
+        self.disputes
+            .iter()
+            .filter(|(_, c)| c.is_none_or(|c| !liar(c)))
+            .map(|(s, _)| *s)
+            .find(|&s| !dropped(s) && !self.vouched.contains(&s) && holds(s))
     }
 
     /// Bytes revoked and fetched again.
     pub(crate) fn revoked(&self) -> u64 {
         self.revoked
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Source 0 delivered `[0, 1000)`; it once disagreed with source 1.
+    fn disputed_holder() -> Integrity {
+        let mut i = Integrity::default();
+        i.fetches.insert(
+            FetchId(1),
+            Delivery {
+                source: 0,
+                lo: 0,
+                pos: 1000,
+                requested_at: Instant::now(),
+                last_byte_at: Some(Instant::now()),
+                running: false,
+                proof: None,
+                verified: false,
+                revoke_on_end: false,
+            },
+        );
+        i.disputes.insert((0, Some(1)));
+        i.disputes.insert((1, Some(0)));
+        i
+    }
+
+    fn dropped(source: usize, liar: bool) -> Dropped {
+        Dropped {
+            source,
+            why: "test".into(),
+            liar,
+        }
+    }
+
+    #[test]
+    fn bytes_that_disagreed_with_a_source_whose_object_changed_are_not_called_complete() {
+        let mut i = disputed_holder();
+        i.dropped.push(dropped(1, false));
+        let why = i.unresolved().expect("the dispute is open");
+        assert!(why.contains("no other source confirmed"), "{why}");
+    }
+
+    #[test]
+    fn a_dispute_with_a_source_shown_a_liar_is_settled() {
+        let mut i = disputed_holder();
+        i.dropped.push(dropped(1, true));
+        assert_eq!(i.unresolved(), None);
+    }
+
+    #[test]
+    fn a_disputed_source_another_source_confirmed_is_trusted() {
+        let mut i = disputed_holder();
+        i.dropped.push(dropped(1, false));
+        i.vouched.insert(0);
+        i.vouched.insert(2);
+        assert_eq!(i.unresolved(), None);
+    }
+
+    #[test]
+    fn a_disputed_source_whose_bytes_were_all_fetched_again_leaves_nothing_to_confirm() {
+        let mut i = disputed_holder();
+        i.dropped.push(dropped(1, false));
+        i.fetches.get_mut(&FetchId(1)).expect("fetch").pos = 0;
+        assert_eq!(i.unresolved(), None);
     }
 }
