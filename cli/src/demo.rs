@@ -44,6 +44,9 @@ pub struct DemoArgs {
     /// Which mirror's link collapses to 5 % two seconds in.
     #[arg(long, value_enum, default_value_t = Proto::Http)]
     pub collapse: Proto,
+    /// Draw every connection's byte ranges over time as SVG here (`hydra get --timeline`).
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline: Option<std::path::PathBuf>,
 }
 
 /// A protocol of the demo's mirrors.
@@ -261,6 +264,10 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
         output: out.clone(),
         engine: EngineOptions {
             config: Config::default(),
+            progress_every: match args.timeline {
+                Some(_) => crate::timeline::TICK,
+                None => EngineOptions::default().progress_every,
+            },
             ..EngineOptions::default()
         },
         resume: false,
@@ -276,6 +283,7 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
             quiet: false,
             lines: !tty,
         },
+        timeline: args.timeline.is_some(),
     })
     .await?;
     verify(&out, args.seed, size)?;
@@ -307,6 +315,10 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
             done.limit_reason(i)
         );
     }
+    let drawn = match (&args.timeline, &done.timeline) {
+        (Some(path), Some(t)) => crate::timeline::write(t, path).map_err(|m| (Exit::Disk, m)),
+        _ => Ok(()),
+    };
     for p in proxies {
         p.shutdown().await;
     }
@@ -317,7 +329,7 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
         let _ = std::fs::remove_file(dir.join("known_hosts"));
         let _ = std::fs::remove_dir(&dir);
     }
-    Ok(())
+    drawn
 }
 
 fn verify(path: &std::path::Path, seed: u64, size: u64) -> Result<(), (Exit, String)> {

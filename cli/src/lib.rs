@@ -25,6 +25,7 @@ pub use download::{
 };
 pub use schemes::{NetOptions, Plugins};
 mod sim;
+mod timeline;
 mod ui;
 
 use clap::error::{ContextKind, ContextValue};

@@ -130,6 +130,7 @@ pub async fn run(
     let mut live: BTreeSet<(usize, u16)> = BTreeSet::new();
     let mut last_done = already;
     let mut last_t = Duration::ZERO;
+    let mut last_line: Option<Duration> = None;
     let say = |bars: &Option<Bars>, line: String| match bars {
         Some(b) => b.mp.suspend(|| eprintln!("{line}")),
         None => eprintln!("{line}"),
@@ -183,7 +184,7 @@ pub async fn run(
                 live = now;
                 if let Some(b) = &mut bars {
                     b.update(&p, &label);
-                } else if ui.lines {
+                } else if ui.lines && line_due(&mut last_line, p.elapsed) {
                     let conns: Vec<String> = p
                         .fetches
                         .iter()
@@ -291,6 +292,19 @@ pub async fn run(
         b.finish();
     }
     seen
+}
+
+/// How often `lines` prints a progress line, however often progress comes (`--timeline` asks
+/// for it every [`crate::timeline::TICK`]).
+const LINE_EVERY: Duration = Duration::from_millis(500);
+
+/// Whether a progress line is due at `now`; if so, `now` becomes the last one.
+fn line_due(last: &mut Option<Duration>, now: Duration) -> bool {
+    let due = last.is_none_or(|l| now.saturating_sub(l) >= LINE_EVERY);
+    if due {
+        *last = Some(now);
+    }
+    due
 }
 
 /// The connection count a limit reason speaks of.
@@ -462,4 +476,19 @@ fn truncate(s: &str, n: usize) -> String {
 /// The first word of a label (`mirror-a` of `mirror-a http ...`).
 fn short(label: &str) -> &str {
     label.split_whitespace().next().unwrap_or(label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_lines_come_at_most_every_half_second_however_often_progress_does() {
+        let mut last = None;
+        let printed: Vec<u64> = (0..100u64)
+            .map(|i| i * 20)
+            .filter(|&ms| line_due(&mut last, Duration::from_millis(ms)))
+            .collect();
+        assert_eq!(printed, vec![0, 500, 1000, 1500]);
+    }
 }

@@ -94,6 +94,10 @@ pub struct GetArgs {
     /// Write a JSON summary of the transfer here.
     #[arg(long, value_name = "PATH")]
     pub summary_json: Option<PathBuf>,
+    /// Draw every connection's byte ranges over time, with repairs, shrinks, grade and
+    /// search-level changes, as SVG here.
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline: Option<PathBuf>,
     /// Ceiling on connections over all mirrors (the count itself is measured).
     #[arg(
         long,

@@ -93,6 +93,9 @@ pub(super) fn job(args: &GetArgs, ui: Ui) -> Result<(Job, Option<Memory>), Failu
     if let Some(t) = timeout {
         engine.probe_timeout = t;
     }
+    if args.timeline.is_some() {
+        engine.progress_every = crate::timeline::TICK;
+    }
     let job = Job {
         labels: inputs.iter().map(|i| i.endpoint.to_string()).collect(),
         inputs,
@@ -111,6 +114,7 @@ pub(super) fn job(args: &GetArgs, ui: Ui) -> Result<(Job, Option<Memory>), Failu
             }),
         },
         ui,
+        timeline: args.timeline.is_some(),
     };
     Ok((job, memory))
 }

@@ -56,6 +56,8 @@ pub struct Job {
     pub floors: limits::Floors,
     /// What to show.
     pub ui: Ui,
+    /// `--timeline`: record the transfer's timeline.
+    pub timeline: bool,
 }
 
 /// A completed download.
@@ -74,6 +76,8 @@ pub struct Done {
     /// Per source, the last limit reason seen while it had connections (the engine's final
     /// one speaks of the end, when every connection has closed).
     pub limits_seen: Vec<Option<hydra_core::LimitReason>>,
+    /// The transfer's timeline, when the job asked for one.
+    pub timeline: Option<crate::timeline::Timeline>,
 }
 
 impl Done {
@@ -140,6 +144,9 @@ pub(crate) async fn download(args: &GetArgs, ui: Ui) -> Result<(Done, PathBuf), 
         write_summary(path, &done)?;
     }
     show_done(ui, args, &done, &output);
+    if let (Some(path), Some(t)) = (&args.timeline, &done.timeline) {
+        crate::timeline::write(t, path).map_err(|m| (Exit::Disk, m))?;
+    }
     Ok((done, output))
 }
 

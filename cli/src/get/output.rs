@@ -268,6 +268,7 @@ impl Finished<'_> {
         let _ = std::fs::remove_file(self.control);
         let size = probed.size;
         Done {
+            timeline: None,
             report: Report {
                 size,
                 elapsed: Duration::ZERO,

@@ -181,6 +181,7 @@ pub(super) async fn transfer(job: Job, buffer: u64) -> Result<Done, Failure> {
         checksum,
         floors,
         ui,
+        timeline,
         ..
     } = job;
     let Chosen {
@@ -205,11 +206,12 @@ pub(super) async fn transfer(job: Job, buffer: u64) -> Result<Done, Failure> {
     let algo = checksum.as_ref().map(|c| c.algo);
     let sink = Arc::new(StreamSink::new(stdout()?, size, buffer, algo));
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let urls = probed
+    let urls: Vec<String> = probed
         .sources
         .iter()
         .map(|s| s.input.endpoint.to_string())
         .collect();
+    let (rx, recorded) = crate::timeline::record::maybe_tee(timeline, rx, size, &urls, &names);
     let shown = tokio::spawn(ui::run(ui, rx, urls, names, size, 0));
     let engine = Engine::new(engine_opts);
     let out = {
@@ -224,6 +226,7 @@ pub(super) async fn transfer(job: Job, buffer: u64) -> Result<Done, Failure> {
     };
     let engine_done = std::time::Instant::now();
     let limits_seen = shown.await.unwrap_or_default();
+    let timeline = crate::timeline::record::finished(recorded).await;
     let report = ended.map_err(|e| failure(e, &sink))?;
     if let (Some(c), Some(got)) = (&checksum, sink.digest()) {
         if got != c.hex {
@@ -247,6 +250,7 @@ pub(super) async fn transfer(job: Job, buffer: u64) -> Result<Done, Failure> {
         already: 0,
         probed,
         limits_seen,
+        timeline,
     })
 }
 

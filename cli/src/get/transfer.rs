@@ -49,6 +49,7 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
         limit_rate,
         floors,
         ui,
+        timeline,
     } = job;
     let part = part_path(&output);
     let ctl_path = control_path(&output);
@@ -178,18 +179,13 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
     };
 
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let shown = crate::batch::tag::spawn(ui::run(
-        ui,
-        rx,
-        probed
-            .sources
-            .iter()
-            .map(|s| s.input.endpoint.to_string())
-            .collect(),
-        names,
-        size,
-        already_bytes,
-    ));
+    let urls: Vec<String> = probed
+        .sources
+        .iter()
+        .map(|s| s.input.endpoint.to_string())
+        .collect();
+    let (rx, recorded) = crate::timeline::record::maybe_tee(timeline, rx, size, &urls, &names);
+    let shown = crate::batch::tag::spawn(ui::run(ui, rx, urls, names, size, already_bytes));
     let engine = Engine::new(engine_opts);
     let fetched = {
         let sink = sink.clone();
@@ -202,6 +198,7 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
     };
     let engine_done = std::time::Instant::now();
     let limits_seen = shown.await.unwrap_or_default();
+    let timeline = crate::timeline::record::finished(recorded).await;
     let _ = stop_tx.send(true);
     let _ = ck.await;
     let mut probed = probed;
@@ -264,6 +261,7 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
         already: already_bytes,
         probed,
         limits_seen,
+        timeline,
     })
 }
 
