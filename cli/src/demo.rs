@@ -47,6 +47,9 @@ pub struct DemoArgs {
     /// Draw every connection's byte ranges over time as SVG here (`hydra get --timeline`).
     #[arg(long, value_name = "FILE.svg")]
     pub timeline: Option<std::path::PathBuf>,
+    /// Draw only the first SECS of the transfer in `--timeline` (the opening).
+    #[arg(long, value_name = "SECS", requires = "timeline", value_parser = crate::get::parse_timeout)]
+    pub timeline_seconds: Option<Duration>,
 }
 
 /// A protocol of the demo's mirrors.
@@ -316,7 +319,12 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
         );
     }
     let drawn = match (&args.timeline, &done.timeline) {
-        (Some(path), Some(t)) => crate::timeline::write(t, path).map_err(|m| (Exit::Disk, m)),
+        (Some(path), Some(t)) => {
+            let shown = args
+                .timeline_seconds
+                .map_or_else(|| t.clone(), |s| t.until(s));
+            crate::timeline::write(&shown, path).map_err(|m| (Exit::Disk, m))
+        }
         _ => Ok(()),
     };
     for p in proxies {

@@ -20,6 +20,7 @@ mod stream;
 mod summary;
 mod transfer;
 
+pub(crate) use args::parse_timeout;
 pub use args::GetArgs;
 pub use transfer::transfer;
 

@@ -114,4 +114,93 @@ impl Timeline {
         let marks = self.marks.iter().map(|m| m.t);
         points.chain(marks).max().unwrap_or_default()
     }
+
+    /// What happened up to `end`: later points and marks left out, and the fetches and
+    /// connections that had none by then.
+    pub fn until(&self, end: Duration) -> Timeline {
+        let fetch = |f: &Fetch| Fetch {
+            points: f.points.iter().copied().filter(|p| p.t <= end).collect(),
+        };
+        let connections = self
+            .connections
+            .iter()
+            .map(|c| Connection {
+                fetches: c
+                    .fetches
+                    .iter()
+                    .map(fetch)
+                    .filter(|f| !f.points.is_empty())
+                    .collect(),
+                ..c.clone()
+            })
+            .filter(|c| !c.fetches.is_empty())
+            .collect();
+        Timeline {
+            size: self.size,
+            mirrors: self.mirrors.clone(),
+            connections,
+            marks: self.marks.iter().filter(|m| m.t <= end).cloned().collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: u64, offset: u64) -> Point {
+        Point {
+            t: Duration::from_millis(ms),
+            offset,
+        }
+    }
+
+    #[test]
+    fn cropping_keeps_only_what_happened_by_the_end() {
+        let t = Timeline {
+            size: 100,
+            mirrors: vec!["a".into()],
+            connections: vec![
+                Connection {
+                    source: 0,
+                    conn: 0,
+                    fetches: vec![
+                        Fetch {
+                            points: vec![at(0, 0), at(500, 10), at(1500, 30)],
+                        },
+                        Fetch {
+                            points: vec![at(1200, 50)],
+                        },
+                    ],
+                },
+                Connection {
+                    source: 0,
+                    conn: 1,
+                    fetches: vec![Fetch {
+                        points: vec![at(1100, 70)],
+                    }],
+                },
+            ],
+            marks: vec![
+                Mark {
+                    t: Duration::from_millis(900),
+                    kind: MarkKind::SourceLost { source: 0 },
+                },
+                Mark {
+                    t: Duration::from_millis(1001),
+                    kind: MarkKind::SourceLost { source: 0 },
+                },
+            ],
+        };
+        let first = t.until(Duration::from_secs(1));
+        assert_eq!(first.connections.len(), 1);
+        assert_eq!(first.connections[0].fetches.len(), 1);
+        assert_eq!(
+            first.connections[0].fetches[0].points,
+            vec![at(0, 0), at(500, 10)]
+        );
+        assert_eq!(first.marks.len(), 1);
+        assert_eq!(first.end(), Duration::from_millis(900));
+        assert_eq!(t.until(Duration::from_secs(9)), t);
+    }
 }

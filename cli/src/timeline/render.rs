@@ -26,10 +26,13 @@ pub const MIRROR_COLOURS: [RGBColor; 8] = [
 /// The colour of repair, grade and lost-source marks.
 pub const MARK_COLOUR: RGBColor = BLACK;
 
-/// What explains the marks, under the chart.
-const KEY: &str = "▲ repair: work moved off a fetch  |  × shrink: a fetch's range cut short, \
-                   at its new end  |  ○ grade change  |  n conn: a mirror's search level  |  \
-                   lost: a mirror dropped";
+/// What explains the marks, under the chart, one line each.
+const KEY: [&str; 2] = [
+    "▲ repair: work moved off a fetch  |  × shrink: a fetch's range cut short, at its new end  |  \
+     n conn: a mirror's search level  |  lost: a mirror dropped",
+    "○ grade change, where the fetch had got to: white healthy, light grey suspect, grey \
+     degraded, black stalled or dead",
+];
 
 /// Drawing failed (plotters' own error, one line).
 #[derive(Debug, thiserror::Error)]
@@ -84,7 +87,7 @@ fn draw(root: &Area<'_>, t: &Timeline) -> Drawn {
             ("sans-serif", 20),
         )
         .margin(12)
-        .margin_bottom(36)
+        .margin_bottom(52)
         .x_label_area_size(40)
         .y_label_area_size(70)
         .build_cartesian_2d(0f64..extent.seconds, 0f64..extent.mb)?;
@@ -101,8 +104,10 @@ fn draw(root: &Area<'_>, t: &Timeline) -> Drawn {
         .border_style(BLACK)
         .position(SeriesLabelPosition::UpperLeft)
         .draw()?;
-    let key_at = (16, SIZE.1 as i32 - 22);
-    root.draw(&Text::new(KEY, key_at, ("sans-serif", 13)))?;
+    for (i, line) in KEY.iter().enumerate() {
+        let y = SIZE.1 as i32 - 40 + 18 * i as i32;
+        root.draw(&Text::new(*line, (16, y), ("sans-serif", 13)))?;
+    }
     Ok(())
 }
 
@@ -147,9 +152,9 @@ fn marks(chart: &mut Chart<'_, '_>, t: &Timeline, extent: &Extent) -> Drawn {
             }
             MarkKind::Grade { offset, grade, .. } => {
                 let at = (x, mb(*offset));
+                let fill = grade_fill(grade).filled();
+                chart.draw_series([Circle::new(at, 5, fill)])?;
                 chart.draw_series([Circle::new(at, 5, MARK_COLOUR.stroke_width(1))])?;
-                let text = Text::new(grade.to_string(), at, small.clone().color(&MARK_COLOUR));
-                chart.draw_series([text])?;
             }
             MarkKind::Limit { source, level, .. } => {
                 // Stacked by source just above the x axis, in the mirror's colour.
@@ -166,6 +171,16 @@ fn marks(chart: &mut Chart<'_, '_>, t: &Timeline, extent: &Extent) -> Drawn {
         }
     }
     Ok(())
+}
+
+/// A grade change's fill: white for healthy, darker the worse the grade.
+fn grade_fill(grade: &str) -> RGBColor {
+    match grade {
+        "healthy" => WHITE,
+        "suspect" => RGBColor(0xc8, 0xc8, 0xc8),
+        "degraded" => RGBColor(0x80, 0x80, 0x80),
+        _ => BLACK,
+    }
 }
 
 fn secs(d: Duration) -> f64 {
