@@ -88,3 +88,22 @@ async fn a_timeline_that_cannot_be_written_exits_8_with_one_line_and_the_file_co
         "bytes differ"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeline_beside_an_input_file_is_refused_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("list.txt");
+    std::fs::write(&list, "http://127.0.0.1:9/f.bin\n").unwrap();
+    let svg = dir.path().join("t.svg");
+    let o = hydra(&args(&[
+        "get",
+        "--input-file",
+        &path(&list),
+        "--timeline",
+        &path(&svg),
+    ]))
+    .await;
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--timeline"), "{}", stderr(&o));
+    assert!(!svg.exists());
+}

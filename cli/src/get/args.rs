@@ -28,7 +28,7 @@ pub struct GetArgs {
     #[arg(
         long,
         value_name = "FILE",
-        conflicts_with_all = ["output", "summary_json", "checksum"]
+        conflicts_with_all = ["output", "summary_json", "checksum", "timeline"]
     )]
     pub input_file: Option<PathBuf>,
     /// With --input-file: objects downloaded at once, sharing the --per-host and
