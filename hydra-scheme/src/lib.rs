@@ -37,6 +37,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod advertised;
 pub mod agreement;
 mod bound;
 mod connect;
@@ -56,6 +57,9 @@ pub mod text;
 pub mod tls;
 mod writer;
 
+pub use advertised::{
+    Advertised, AdvertisedDigest, AdvertisedMirror, DigestAlgorithm, MAX_ADVERTISED_MIRRORS,
+};
 pub use bound::RangeBound;
 pub use connect::{
     AsyncStream, BoxedStream, Connector, Socks5Connector, Target, TcpConnector, TlsConnector,

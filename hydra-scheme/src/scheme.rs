@@ -5,6 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use hydra_core::{Capabilities, ConnId, FetchEnd, FetchId};
 
+use crate::advertised::Advertised;
 use crate::endpoint::Endpoint;
 use crate::error::SchemeError;
 use crate::probe::Probe;
@@ -122,6 +123,15 @@ pub trait Scheme: Send + Sync {
     fn pooled_sessions(&self, endpoint: &Endpoint) -> Option<usize> {
         let _ = endpoint;
         None
+    }
+
+    /// What the object's answer at `endpoint` advertises beyond the probe: mirrors and
+    /// digests (HTTP: RFC 6249 `Link: rel=duplicate`, RFC 3230 `Digest`). One request of its
+    /// own, asked for only when the user opts in; the engine never calls it. Default: nothing
+    /// advertised.
+    async fn advertised(&self, endpoint: &Endpoint) -> Result<Advertised, SchemeError> {
+        let _ = endpoint;
+        Ok(Advertised::none())
     }
 
     /// Fetches one range. See the trait's contract.

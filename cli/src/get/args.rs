@@ -69,6 +69,13 @@ pub struct GetArgs {
     /// download starts: a malformed file or no entry exits 2.
     #[arg(long, value_name = "FILE|URL")]
     pub checksum_file: Option<String>,
+    /// Ask the first http(s) URL's server for more: its `Link: <URL>; rel=duplicate` headers
+    /// (RFC 6249) become mirrors (at most 16, probed and agreed with like any other), and
+    /// its `Digest` header (RFC 3230: SHA-256, SHA-512, SHA, MD5) the checksum unless one is
+    /// given. One extra request before the download. See "Mirrors a server names" in
+    /// docs/cli.md.
+    #[arg(long)]
+    pub link_mirrors: bool,
     /// The algorithm of --checksum-file's GNU lines: md5, sha1, sha256, sha512, blake3
     /// (default: the one the file's name names, else the one of the digest's length).
     #[arg(long, value_name = "ALGO", env = "HYDRA_CHECKSUM_ALGO")]

@@ -136,7 +136,7 @@ fn credentials(args: &GetArgs, ui: Ui) -> Result<Credentials, Failure> {
 }
 
 /// The network options `args` give every scheme.
-fn net_options(args: &GetArgs) -> Result<NetOptions, Failure> {
+pub(super) fn net_options(args: &GetArgs) -> Result<NetOptions, Failure> {
     Ok(NetOptions {
         proxy: args
             .proxy
@@ -163,7 +163,7 @@ fn net_options(args: &GetArgs) -> Result<NetOptions, Failure> {
 }
 
 /// The source at `u`, with its registered scheme and (HTTP) the extra request headers.
-fn source_input(
+pub(super) fn source_input(
     registry: &hydra_scheme::Registry,
     headers: &[(String, String)],
     u: &str,

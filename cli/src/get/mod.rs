@@ -10,6 +10,7 @@ mod args;
 mod credentials;
 mod job;
 mod limits;
+mod link_mirrors;
 mod metalink;
 mod netrc;
 mod output;
@@ -155,6 +156,7 @@ pub(crate) async fn download(args: &GetArgs, ui: Ui) -> Result<(Done, PathBuf), 
 /// [`download`].
 pub(crate) async fn fetch(args: &mut GetArgs, ui: Ui) -> Result<(Done, PathBuf), Failure> {
     metalink::rewrite(args, ui)?;
+    link_mirrors::discover(args, ui).await?;
     download(args, ui).await
 }
 

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod advertised;
 pub mod headers;
 pub mod options;
 pub mod pool;

@@ -12,8 +12,8 @@ use http_body_util::{BodyExt, Empty};
 use hydra_core::{ByteRange, Capabilities, ConnId};
 use hydra_scheme::proxy::ProxyConnector;
 use hydra_scheme::{
-    Connector, Endpoint, ErrorKind, FetchOutcome, FetchRequest, Probe, Scheme, SchemeError, Target,
-    TimeoutPhase, TlsConnector, PRIMED_TTL,
+    Advertised, Connector, Endpoint, ErrorKind, FetchOutcome, FetchRequest, Probe, Scheme,
+    SchemeError, Target, TimeoutPhase, TlsConnector, PRIMED_TTL,
 };
 use hyper::body::{Body as _, Incoming};
 use hyper_util::rt::TokioIo;
@@ -654,6 +654,28 @@ impl Scheme for HttpScheme {
 
     async fn probe_primed(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
         self.probe_inner(endpoint, true).await
+    }
+
+    /// One `Range: bytes=0-0` request; the final response's `Link` and `Digest` headers
+    /// ([`crate::advertised`]). Relative links resolve against the URL asked for; headers of
+    /// redirect responses on the way are not read.
+    async fn advertised(&self, endpoint: &Endpoint) -> Result<Advertised, SchemeError> {
+        let ask = Ask {
+            range: Some((0, Some(0))),
+            if_range: None,
+            slot: None,
+        };
+        let head = self.exchange(endpoint, &ask, &|_| {}).await?;
+        let status = head.resp.status();
+        if !status.is_success() {
+            let kind = self.status_error(status, head.resp.headers());
+            return Err(SchemeError::new(endpoint, kind));
+        }
+        let found = crate::advertised::advertised(head.resp.headers(), endpoint.url());
+        if status == StatusCode::PARTIAL_CONTENT {
+            self.release(head.conn, head.resp, None).await;
+        }
+        Ok(found)
     }
 
     /// Connects (TLS for https, through the SOCKS5 proxy when set), runs the HTTP/1.1
