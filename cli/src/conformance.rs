@@ -23,7 +23,7 @@ pub struct ConformanceArgs {
     /// Only trials whose name contains this; repeatable.
     #[arg(long = "only", value_name = "TEXT")]
     pub only: Vec<String>,
-    /// Scenario directory (the files `hydra sim` reads). Default: `conformance/scenarios`
+    /// Scenario directory (the files `hydra sim` reads). Default: `sim/scenarios`
     /// here, else in the source tree hydra was built from.
     #[arg(long, value_name = "DIR")]
     pub scenarios: Option<PathBuf>,
@@ -55,11 +55,11 @@ fn scenario_dir(given: Option<PathBuf>) -> Option<PathBuf> {
     if given.is_some() {
         return given;
     }
-    let here = PathBuf::from("conformance/scenarios");
+    let here = PathBuf::from("sim/scenarios");
     if here.is_dir() {
         return Some(here);
     }
-    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance/scenarios");
+    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../sim/scenarios");
     built.is_dir().then_some(built)
 }
 
@@ -90,7 +90,7 @@ pub async fn main(args: ConformanceArgs) -> Exit {
                 }
             },
             None => eprintln!(
-                "hydra conformance: no conformance/scenarios directory found; \
+                "hydra conformance: no sim/scenarios directory found; \
                  scenarios skipped (give --scenarios DIR)"
             ),
         }

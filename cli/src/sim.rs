@@ -1,7 +1,7 @@
 //! `hydra sim`: the scheduler in virtual time, against the fluid oracle and the baselines.
 
 use clap::Args;
-use hydra_conformance::sim::experiments::{run_experiment, ExperimentOptions, Report, EXPERIMENTS};
+use hydra_sim::experiments::{run_experiment, ExperimentOptions, Report, EXPERIMENTS};
 use std::io::Write;
 use std::process::ExitCode;
 

@@ -1,11 +1,8 @@
-//! hydra's conformance suite.
-//!
-//! This crate holds the **simulation arm** ([`sim`]): a deterministic, virtual-time driver of
-//! `hydra-core` over the scenario files in `conformance/scenarios/`, with the fluid oracle and
-//! the baseline schedulers it is compared against, and the **live arm** ([`live`]): every
-//! protocol plugin through the transfer engine, through a faultnet proxy, to an origin, with
-//! coverage, liveness, preempt-cost, bad-server and capability trials and reports.
+//! hydra's conformance suite: every protocol plugin through the transfer engine, through a
+//! faultnet proxy, to an origin ([`live`]), with coverage, liveness, preempt-cost, bad-server,
+//! capability and hostile-mirror trials and reports. Its scenario trials compare each live
+//! run with the simulator's run of the same scenario (`hydra-sim`, over the files in
+//! `sim/scenarios/`).
 #![forbid(unsafe_code)]
 
 pub mod live;
-pub mod sim;

@@ -466,7 +466,7 @@ target = "connection"
 
     #[test]
     fn the_shipped_scenario_files_all_validate() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance/scenarios");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sim/scenarios");
         let mut n = 0;
         for entry in std::fs::read_dir(&dir).unwrap() {
             let p = entry.unwrap().path();

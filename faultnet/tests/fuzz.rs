@@ -17,9 +17,9 @@ fn cases(default: u32) -> ProptestConfig {
 
 /// Scenario files shipped with the repository: the seeds the mutations start from.
 const SEEDS: &[&str] = &[
-    include_str!("../../conformance/scenarios/collapse.toml"),
-    include_str!("../../conformance/scenarios/storm.toml"),
-    include_str!("../../conformance/scenarios/failure.toml"),
+    include_str!("../../sim/scenarios/collapse.toml"),
+    include_str!("../../sim/scenarios/storm.toml"),
+    include_str!("../../sim/scenarios/failure.toml"),
     include_str!("../../bench/peers/die.toml"),
 ];
 

@@ -165,7 +165,7 @@ impl SchemeUnderTest {
 /// | `preempt_rtt` | 100 ms | 100 ms |
 /// | `preempt_reps` | 5 | 3 |
 /// | `preempt_tolerance_rtt` | 0.3 | 0.3 |
-/// | `scenarios` | none (the CLI loads `conformance/scenarios/`) | none |
+/// | `scenarios` | none (the CLI loads `sim/scenarios/`) | none |
 /// | `scenario_size_cap` | 2 MB | 1 MB |
 /// | `trial_timeout` | 40 s | 40 s |
 /// | `only` | every trial | every trial |

@@ -10,7 +10,7 @@ use super::origin::LiveOrigin;
 use super::report::{Check, Outcome, ScenarioRow};
 use super::rig::{engine, verify_complete, watch, Rig};
 use super::{LiveError, SchemeUnderTest, SuiteOptions};
-use crate::sim::{self, Arm, RunOptions};
+use hydra_sim::{self as sim, Arm, RunOptions};
 
 /// Connections per source: 4 on a single link (the storm and collapse shape), else 2.
 pub(crate) fn connections(sc: &Scenario) -> usize {

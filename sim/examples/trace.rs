@@ -1,5 +1,5 @@
 //! Prints every action of one simulated run: `cargo run -p hydra-conformance --example trace -- collapse hydra 2 0`.
-use hydra_conformance::sim::{experiments::scenario, run, Arm, RunOptions};
+use hydra_sim::{experiments::scenario, run, Arm, RunOptions};
 fn main() {
     let a: Vec<String> = std::env::args().collect();
     let sc = scenario(a.get(1).map_or("storm", |s| s)).expect("a shipped scenario");
@@ -15,7 +15,7 @@ fn main() {
     let mut o = RunOptions::new(arm, n, seed);
     o.size = a.get(5).and_then(|s| s.parse().ok());
     if a.get(6).is_some_and(|s| s == "adversary") {
-        o.extra_events = hydra_conformance::sim::experiments::adversary(&sc, seed, 6);
+        o.extra_events = hydra_sim::experiments::adversary(&sc, seed, 6);
         eprintln!("{:?}", o.extra_events);
     }
     o.trace = std::env::var_os("TRACE").is_some();

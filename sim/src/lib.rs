@@ -23,6 +23,8 @@
 //! (the cheapest link's `setup + 2·delay`). It ignores slow start and share weights: it is the
 //! bound no scheduler beats.
 
+#![forbid(unsafe_code)]
+
 pub mod experiments;
 pub mod net;
 pub mod policy;

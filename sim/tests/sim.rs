@@ -1,8 +1,8 @@
 //! The seed's claims, checked in virtual time: deterministic, so the thresholds are the
 //! issue's own and a failure is a regression, not noise.
 
-use hydra_conformance::sim::experiments::{run_experiment, ExperimentOptions, Report};
-use hydra_conformance::sim::Summary;
+use hydra_sim::experiments::{run_experiment, ExperimentOptions, Report};
+use hydra_sim::Summary;
 
 fn report(name: &str, seeds: u64) -> Report {
     run_experiment(name, &ExperimentOptions { seeds }).expect("a shipped experiment")

@@ -1,6 +1,6 @@
 //! The named experiments `hydra sim` runs: `storm`, `collapse`, `sweep`, `failure`.
 //!
-//! Each reads its scenario from `conformance/scenarios/` (embedded at build time, so the binary
+//! Each reads its scenario from `sim/scenarios/` (embedded at build time, so the binary
 //! runs anywhere) and returns a [`Report`] with one [`Summary`] row per (n, arm).
 
 use super::{run, summarise, Arm, RunOptions, RunResult, Summary};
@@ -13,10 +13,10 @@ use std::time::Duration;
 
 /// The scenario files shipped with hydra, by name.
 pub const SCENARIOS: &[(&str, &str)] = &[
-    ("storm", include_str!("../../scenarios/storm.toml")),
-    ("collapse", include_str!("../../scenarios/collapse.toml")),
-    ("sweep", include_str!("../../scenarios/sweep.toml")),
-    ("failure", include_str!("../../scenarios/failure.toml")),
+    ("storm", include_str!("../scenarios/storm.toml")),
+    ("collapse", include_str!("../scenarios/collapse.toml")),
+    ("sweep", include_str!("../scenarios/sweep.toml")),
+    ("failure", include_str!("../scenarios/failure.toml")),
 ];
 
 /// The shipped scenario called `name`.
