@@ -161,6 +161,60 @@ async fn an_unrecorded_ftp_mirror_of_other_bytes_cannot_join_a_resume() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_of_other_bytes_answering_after_a_resume_starts_is_left_out() {
+    let size = 3_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let h = http_origin(size, 5).await;
+    h.set(Misbehaviour {
+        rate_limit: Some(300_000),
+        ..Misbehaviour::default()
+    });
+    let url = h.url("/obj.bin");
+    let out = dir.path().join("obj.bin");
+    kill_at(
+        &args(&["get", &url, "-o", &path(&out), "--json", "--no-host-memory"]),
+        0.3,
+        12,
+    )
+    .await;
+    h.set(Misbehaviour {
+        rate_limit: Some(300_000),
+        ..Misbehaviour::default()
+    });
+    // Same size, other bytes, no validator; its probe answers long after the resume started.
+    let odd = http_origin(size, 66).await;
+    odd.set(Misbehaviour {
+        no_validators: true,
+        ..Misbehaviour::default()
+    });
+    let late = format!(
+        "http://{}/obj.bin",
+        delayed(odd.addr(), Duration::from_millis(500)).await
+    );
+    let r = hydra(&args(&[
+        "get",
+        &url,
+        &late,
+        "-o",
+        &path(&out),
+        "-c",
+        "--no-host-memory",
+    ]))
+    .await;
+    let err = stderr(&r);
+    assert_eq!(r.status.code(), Some(0), "{err}");
+    assert!(
+        std::fs::read(&out).unwrap() == object(5, size),
+        "bytes from the late mirror were spliced in"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.contains("warning") && l.contains(&late) && l.contains("left out")),
+        "the late mirror is named as left out: {err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ftp_mirror_that_acknowledges_rest_and_sends_from_byte_0_never_splices_the_file() {
     // The case: beside an HTTP mirror of the same object, three connections; seen on
     // cd8b4f2 as exit 0 with wrong bytes in 5 of 6 runs.

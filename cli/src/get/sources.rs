@@ -178,7 +178,8 @@ pub(super) async fn choose(ask: Ask, opts: &EngineOptions) -> Result<Chosen, Fai
     for (source, why) in &probed.dropped {
         warn(ui, source, why);
     }
-    let previous = rules.previous().take();
+    // Cloned, not taken: the rules still judge the mirrors that answer after the start.
+    let previous = rules.previous().clone();
     Ok(Chosen {
         probed,
         joining,
