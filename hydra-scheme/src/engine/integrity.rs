@@ -665,9 +665,9 @@ impl Integrity {
 
     /// Why a transfer holding every byte may still not be called complete: two sources whose
     /// streams did not line up, neither of them dropped; or a source that once disagreed with
-    /// another not shown a liar, whose bytes no source confirmed since. The bytes of both were fetched
-    /// again, but one of them may since have delivered every byte on its own, and a source
-    /// that shifts every offset by the same amount agrees with itself.
+    /// another not shown a liar, whose bytes no source confirmed since. The bytes of both
+    /// were fetched again, but one of them may since have delivered every byte on its own,
+    /// and a source that shifts every offset by the same amount agrees with itself.
     pub(crate) fn unresolved(&self) -> Option<String> {
         let dropped = |s: usize| self.dropped.iter().any(|d| d.source == s);
         let struck = self
