@@ -30,6 +30,24 @@ async fn delayed(to: SocketAddr, delay: Duration) -> SocketAddr {
     addr
 }
 
+/// Slow enough that a resume is still running when a late mirror answers.
+fn slow() -> Misbehaviour {
+    Misbehaviour {
+        rate_limit: Some(300_000),
+        ..Misbehaviour::default()
+    }
+}
+
+/// A download of `url` to `out` killed at 30 %: the partial download a resume continues.
+async fn kill_at_30_percent(url: &str, out: &std::path::Path) {
+    kill_at(
+        &args(&["get", url, "-o", &path(out), "--json", "--no-host-memory"]),
+        0.3,
+        12,
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fast_mirror_of_another_object_is_outvoted_by_two_slower_mirrors_that_agree() {
     let dir = tempfile::tempdir().unwrap();
@@ -118,22 +136,11 @@ async fn an_unrecorded_ftp_mirror_of_other_bytes_cannot_join_a_resume() {
     let size = 3_000_000;
     let dir = tempfile::tempdir().unwrap();
     let h = http_origin(size, 5).await;
-    h.set(Misbehaviour {
-        rate_limit: Some(300_000),
-        ..Misbehaviour::default()
-    });
+    h.set(slow());
     let url = h.url("/obj.bin");
     let out = dir.path().join("obj.bin");
-    kill_at(
-        &args(&["get", &url, "-o", &path(&out), "--json", "--no-host-memory"]),
-        0.3,
-        12,
-    )
-    .await;
-    h.set(Misbehaviour {
-        rate_limit: Some(300_000),
-        ..Misbehaviour::default()
-    });
+    kill_at_30_percent(&url, &out).await;
+    h.set(slow());
     // Same size, other bytes, and only a modification time to tell it by.
     let f = ftp_origin(size, 66).await;
     let ftp = f.url();
@@ -165,22 +172,11 @@ async fn a_mirror_of_other_bytes_answering_after_a_resume_starts_is_left_out() {
     let size = 3_000_000;
     let dir = tempfile::tempdir().unwrap();
     let h = http_origin(size, 5).await;
-    h.set(Misbehaviour {
-        rate_limit: Some(300_000),
-        ..Misbehaviour::default()
-    });
+    h.set(slow());
     let url = h.url("/obj.bin");
     let out = dir.path().join("obj.bin");
-    kill_at(
-        &args(&["get", &url, "-o", &path(&out), "--json", "--no-host-memory"]),
-        0.3,
-        12,
-    )
-    .await;
-    h.set(Misbehaviour {
-        rate_limit: Some(300_000),
-        ..Misbehaviour::default()
-    });
+    kill_at_30_percent(&url, &out).await;
+    h.set(slow());
     // Same size, other bytes, no validator; its probe answers long after the resume started.
     let odd = http_origin(size, 66).await;
     odd.set(Misbehaviour {
