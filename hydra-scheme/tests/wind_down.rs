@@ -59,6 +59,9 @@ enum Behaviour {
     Hangs,
     /// Every fetch stops writing after `SILENT_AFTER_CHUNKS` and waits on its bound.
     Silent,
+    /// The first fetch writes two chunks back to back (its writer reports the first and holds
+    /// the second) and then hangs without looking at its bound; later ones hang at once.
+    Holds,
 }
 
 struct Fake {
@@ -98,7 +101,7 @@ impl Scheme for Fake {
     }
 
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
-        let hangs = self.behaviour == Behaviour::Hangs;
+        let hangs = matches!(self.behaviour, Behaviour::Hangs | Behaviour::Holds);
         let _guard = hangs.then(|| DropCount(self.dropped.clone()));
         let first = self.fetches.fetch_add(1, Ordering::SeqCst) == 0;
         let w = &mut request.writer;
@@ -107,7 +110,11 @@ impl Scheme for Fake {
         w.first_byte();
         let mut chunks = 0;
         while w.remaining() > 0 {
-            if hangs && (!first || chunks == HUNG_AFTER_CHUNKS) {
+            let hang_at = match self.behaviour {
+                Behaviour::Holds => 2,
+                _ => HUNG_AFTER_CHUNKS,
+            };
+            if hangs && (!first || chunks == hang_at) {
                 // The server stopped answering, and this fetch waits for it without looking
                 // at its bound.
                 std::future::pending::<()>().await;
@@ -122,6 +129,9 @@ impl Scheme for Fake {
                 return FetchOutcome::Failed(SchemeError::new(&request.endpoint, ErrorKind::Io(e)));
             }
             chunks += 1;
+            if self.behaviour == Behaviour::Holds {
+                continue;
+            }
             tokio::select! {
                 _ = w.exhausted() => break,
                 _ = tokio::time::sleep(GAP) => {}
@@ -220,4 +230,31 @@ async fn a_fetch_the_scheduler_gives_up_on_reaches_its_scheme_abandoned() {
     );
     // Nothing the steady source ran was given up on.
     assert_eq!(steady.abandoned.load(Ordering::SeqCst), 0);
+}
+
+/// A fetch that ignores its cancel is stopped after `cancel_grace`, and its writer then writes
+/// the bytes it held. Those bytes are its own (claimed before the cancel): the engine must
+/// learn of them before it hands the fetch's range on, or another fetch writes them again and
+/// the transfer fails its coverage check.
+#[tokio::test(start_paused = true)]
+async fn a_fetch_stopped_after_its_grace_reports_the_bytes_it_held_before_its_range_moves() {
+    let steady = Fake::new(Behaviour::Steady);
+    let holds = Fake::new(Behaviour::Holds);
+    let report = transfer(&steady, &holds, Duration::from_secs(1)).await;
+    assert!(
+        report.bytes_per_source[1] > CHUNK,
+        "the held chunk is counted for the source that sent it"
+    );
+    let fetches = holds.fetches.load(Ordering::SeqCst);
+    for _ in 0..500 {
+        if holds.dropped.load(Ordering::SeqCst) == fetches {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        holds.dropped.load(Ordering::SeqCst),
+        fetches,
+        "every fetch that hung was stopped"
+    );
 }

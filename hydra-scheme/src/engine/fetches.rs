@@ -13,7 +13,7 @@ use hydra_core::{ByteRange, ConnId, FetchId, Scheduler};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -35,6 +35,11 @@ pub(super) struct Running {
     pub(super) primed: bool,
     pub(super) bound: Arc<RangeBound>,
     pub(super) task: JoinHandle<()>,
+    /// Stops the fetch from outside: its future is dropped inside its task, which then
+    /// reports [`FetchOutcome::Cancelled`] after every event the fetch sent, so its bytes are
+    /// accounted for before its range is handed on. Dropped (which also stops it) or taken
+    /// once sent.
+    pub(super) kill: Option<oneshot::Sender<()>>,
     pub(super) cancelled_at: Option<Instant>,
     /// Delivered its whole range and is handing its session back after the transfer ended:
     /// the engine waits for it (within `cancel_grace`) before the closing checks.
@@ -110,8 +115,14 @@ impl Launch {
         };
         let scheme = origin.scheme.clone();
         let done = origin.tx.clone();
+        let (kill, killed) = oneshot::channel();
         let task = tokio::spawn(async move {
-            let outcome = scheme.fetch(req).await;
+            // Dropping the fetch drops its writer, which writes and reports the bytes it holds
+            // (see `writer`): they are sent before `Done`, on the same channel.
+            let outcome = tokio::select! {
+                outcome = scheme.fetch(req) => outcome,
+                _ = killed => FetchOutcome::Cancelled,
+            };
             let _ = done.send(Msg::Done(fetch, outcome));
         });
         Running {
@@ -121,6 +132,7 @@ impl Launch {
             primed: false,
             bound,
             task,
+            kill: Some(kill),
             cancelled_at: None,
             ending: false,
         }
@@ -152,24 +164,24 @@ pub(super) fn abort_all(running: &mut Fetches) {
     }
 }
 
-/// Removes and aborts the cancelled fetches that did not stop within `grace`; returns their ids.
-pub(super) fn abort_overdue(running: &mut Fetches, grace: Duration) -> Vec<FetchId> {
-    let overdue: Vec<FetchId> = running
-        .iter()
-        .filter(|(_, r)| r.cancelled_at.is_some_and(|t| t.elapsed() > grace))
-        .map(|(f, _)| *f)
-        .collect();
-    overdue
-        .into_iter()
-        .filter(|f| match running.remove(f) {
-            Some(r) => {
-                tracing::debug!(fetch = ?f, "cancelled fetch did not stop in time: aborted");
-                r.task.abort();
-                true
+/// Stops the cancelled fetches that did not stop within `grace` by themselves (a scheme
+/// waiting on the network without watching its bound).
+///
+/// They are not removed: each still reports its end, after the events for every byte it
+/// wrote. Aborting the task instead would end it unseen, while a write it was making (one a
+/// bounded sink holds back, or the bytes its writer held, written when it is dropped) can
+/// still land; the scheduler would then have handed the same bytes to another fetch. A
+/// killed fetch ends at its next await point; one blocked in a sink's write ends once the
+/// sink takes it, which the [`Sink`] contract guarantees.
+pub(super) fn kill_overdue(running: &mut Fetches, grace: Duration) {
+    for (f, r) in running.iter_mut() {
+        if r.cancelled_at.is_some_and(|t| t.elapsed() > grace) {
+            if let Some(kill) = r.kill.take() {
+                tracing::debug!(fetch = ?f, "cancelled fetch did not stop in time: stopped");
+                let _ = kill.send(());
             }
-            None => false,
-        })
-        .collect()
+        }
+    }
 }
 
 /// Every bound cancelled once every byte is held: a fetch whose range was never lowered has

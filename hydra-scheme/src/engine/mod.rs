@@ -13,7 +13,8 @@
 //!    (adjusted by what the probe saw: a source that ignores ranges is driven as one stream
 //!    from byte 0) and its measured setup cost, then loops: observations in → `tick(now)` →
 //!    `Request` spawns a fetch, `Shrink` lowers its [`RangeBound`], `Cancel` cancels it (and
-//!    aborts the task if it has not stopped within [`EngineOptions::cancel_grace`]). Once the
+//!    drops the fetch in its task if it has not stopped within
+//!    [`EngineOptions::cancel_grace`]; the task still reports its end, after its bytes). Once the
 //!    scheduler holds every byte, every bound is cancelled and the loop waits only for fetches
 //!    that delivered their whole range (they hand back sessions the closing checks reuse);
 //!    fetches whose range was lowered or cancelled (one may be stopping on a hung server)
@@ -60,7 +61,8 @@ pub struct EngineOptions {
     pub config: Config,
     /// Deadline for each source's probe. Default 20 s.
     pub probe_timeout: Duration,
-    /// How long a cancelled fetch may take to stop before its task is aborted. Default 2 s.
+    /// How long a cancelled fetch may take to stop by itself before the engine drops it (its
+    /// end is still reported, after the bytes it wrote). Default 2 s.
     pub cancel_grace: Duration,
     /// How often a [`EngineEvent::Progress`] is sent. Default 500 ms.
     pub progress_every: Duration,

@@ -165,7 +165,7 @@ impl<'a> Transfer<'a> {
             self.take_messages(now);
             self.check_pieces(now)?;
             self.check_integrity(now)?;
-            self.abort_overdue(now);
+            fetches::kill_overdue(&mut self.running, self.opts.cancel_grace);
             self.tick(now);
             self.send_checks(now);
             self.open_ahead();
@@ -356,13 +356,6 @@ impl<'a> Transfer<'a> {
             return Err(EngineError::Sink(e));
         }
         Ok(())
-    }
-
-    /// Cancelled fetches that did not stop within `cancel_grace` are aborted.
-    fn abort_overdue(&mut self, now: Duration) {
-        for f in fetches::abort_overdue(&mut self.running, self.opts.cancel_grace) {
-            self.ended(f, FetchEnd::Cancelled, now);
-        }
     }
 
     /// The scheduler's turn, and its actions carried out.
