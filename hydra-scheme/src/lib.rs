@@ -72,6 +72,6 @@ pub use pool::{IdlePool, Opening, PoolKey, Pooled};
 pub use probe::{Probe, Validator};
 pub use registry::{Registry, ResolveError};
 pub use scheme::{FetchOutcome, FetchRequest, Scheme, Transport, PRIMED_TTL};
-pub use sink::{FileSink, MemorySink, Sink};
+pub use sink::{FileSink, MemorySink, Offered, Sink, WITHDRAW_POLL};
 pub use url::Url;
 pub use writer::{FetchEvent, FetchEventKind, FetchObserver, NoObserver, RangeWriter, WriteResult};

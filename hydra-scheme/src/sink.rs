@@ -33,12 +33,27 @@ use hydra_core::{ByteRange, RangeSet};
 /// write at the lowest offset it lacks without waiting (so the fetch holding it always
 /// progresses), and must fail every waiting write once it cannot take bytes any more (its
 /// output closed), never leave one waiting. The engine runs each fetch as its own task, so a
-/// waiting write holds up no other fetch.
+/// waiting write holds up no other fetch. The writer makes every write through
+/// [`Sink::offer_at`], which such a sink implements so that a write it holds back is given up
+/// once its fetch is cancelled: the cancelled fetch ends at once and the bytes it did not write
+/// are fetched again by another, instead of landing later on top of them.
 pub trait Sink: Send + Sync {
     /// Size of the object the sink holds.
     fn size(&self) -> u64;
     /// Writes `data` at `offset` and records the bytes as written.
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()>;
+    /// Writes like [`Sink::write_at`], except that a sink which holds writes back gives this
+    /// one up, writing nothing, if `withdrawn()` turns true while it waits (checked at least
+    /// every [`WITHDRAW_POLL`]). A sink that never waits writes at once: the default.
+    fn offer_at(
+        &self,
+        offset: u64,
+        data: &[u8],
+        withdrawn: &dyn Fn() -> bool,
+    ) -> io::Result<Offered> {
+        let _ = withdrawn;
+        self.write_at(offset, data).map(|()| Offered::Written)
+    }
     /// A snapshot of the bytes written so far.
     fn written(&self) -> RangeSet;
     /// Bytes that were written more than once (a coverage violation when non-zero).
@@ -59,6 +74,18 @@ pub trait Sink: Send + Sync {
         false
     }
 }
+
+/// What [`Sink::offer_at`] did with a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offered {
+    /// The bytes were written and recorded.
+    Written,
+    /// The write was given up while it waited: nothing was written.
+    Withdrawn,
+}
+
+/// How often a sink holding a write back asks whether it was withdrawn ([`Sink::offer_at`]).
+pub const WITHDRAW_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The written set and the overlap count, shared by the sinks in this module.
 #[derive(Debug, Default)]

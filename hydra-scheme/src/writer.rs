@@ -43,7 +43,7 @@ use hydra_core::{ByteRange, FetchId};
 use tokio::time::Instant;
 
 use crate::bound::RangeBound;
-use crate::sink::Sink;
+use crate::sink::{Offered, Sink};
 
 /// Something a fetch reports to while it runs. The engine turns these into scheduler
 /// observations (stamping them with its clock).
@@ -181,6 +181,10 @@ struct Held {
     last_emit: Option<Instant>,
     /// A deferred write the sink refused, returned by the next write or flush.
     failed: Option<io::Error>,
+    /// Claimed bytes the sink gave up writing once the fetch was cancelled (see
+    /// [`Sink::offer_at`]); every byte after the first withdrawn one is dropped too, so what
+    /// the fetch wrote stays one run from its start.
+    withdrawn: u64,
 }
 
 impl Held {
@@ -272,12 +276,12 @@ impl RangeWriter {
 
     /// Bytes taken below the bound so far: written, or claimed and held to be written.
     pub fn written(&self) -> u64 {
-        self.taken
+        self.taken - self.lock_held().withdrawn
     }
 
     /// Bytes dropped past the bound (or discarded) so far.
     pub fn waste(&self) -> u64 {
-        self.waste
+        self.waste + self.lock_held().withdrawn
     }
 
     /// Claims `chunk` against the bound, takes the allowed prefix at the current offset, and
@@ -400,8 +404,12 @@ impl RangeWriter {
 
     /// Writes a chunk too large to hold (the buffer is empty), and reports it.
     fn write_now(&mut self, at: u64, data: &[u8]) -> io::Result<()> {
-        self.sink.write_at(at, data)?;
-        self.held_mut().last_emit = Some(Instant::now());
+        let (bound, sink) = (&*self.bound, &*self.sink);
+        let held = self.held.get_mut().unwrap_or_else(|e| e.into_inner());
+        held.last_emit = Some(Instant::now());
+        if offer(held, bound, sink, at, data)? == Offered::Withdrawn {
+            return Ok(());
+        }
         self.observer.on_event(FetchEvent {
             fetch: self.fetch,
             kind: FetchEventKind::Bytes {
@@ -414,18 +422,18 @@ impl RangeWriter {
 
     fn emit_held(&mut self) -> io::Result<()> {
         let held = self.held.get_mut().unwrap_or_else(|e| e.into_inner());
-        emit(held, self.fetch, &*self.sink, &*self.observer)
+        emit(held, self.fetch, &self.bound, &*self.sink, &*self.observer)
     }
 
     /// [`RangeWriter::emit_held`] where an error cannot be returned: kept for the next write.
     fn emit_deferred(&mut self) {
         let held = self.held.get_mut().unwrap_or_else(|e| e.into_inner());
-        emit_keeping_error(held, self.fetch, &*self.sink, &*self.observer);
+        emit_keeping_error(held, self.fetch, &self.bound, &*self.sink, &*self.observer);
     }
 
     fn emit_shared(&self) {
         let mut held = self.lock_held();
-        emit_keeping_error(&mut held, self.fetch, &*self.sink, &*self.observer);
+        emit_keeping_error(&mut held, self.fetch, &self.bound, &*self.sink, &*self.observer);
     }
 
     fn event(&self, kind: FetchEventKind) {
@@ -462,10 +470,34 @@ impl Drop for RangeWriter {
     }
 }
 
+/// Offers `data` at `at` to the sink, withdrawn if the fetch is cancelled while the sink holds
+/// it back; after a withdrawn write every later one is withdrawn without reaching the sink.
+/// Withdrawn bytes are counted as waste.
+fn offer(
+    held: &mut Held,
+    bound: &RangeBound,
+    sink: &dyn Sink,
+    at: u64,
+    data: &[u8],
+) -> io::Result<Offered> {
+    let offered = if held.withdrawn > 0 {
+        Offered::Withdrawn
+    } else {
+        sink.offer_at(at, data, &|| bound.is_cancelled())?
+    };
+    if offered == Offered::Withdrawn {
+        held.withdrawn += data.len() as u64;
+        held.waste += data.len() as u64;
+        tracing::debug!(at, len = data.len(), "a held-back write was withdrawn: the fetch was cancelled");
+    }
+    Ok(offered)
+}
+
 /// Writes the held bytes at their offset and reports them, then the held waste.
 fn emit(
     held: &mut Held,
     fetch: FetchId,
+    bound: &RangeBound,
     sink: &dyn Sink,
     observer: &dyn FetchObserver,
 ) -> io::Result<()> {
@@ -474,17 +506,18 @@ fn emit(
     }
     held.last_emit = Some(Instant::now());
     if !held.buf.is_empty() {
-        let written = sink.write_at(held.at, &held.buf);
-        let len = held.buf.len() as u64;
-        held.buf.clear();
-        written?;
-        observer.on_event(FetchEvent {
-            fetch,
-            kind: FetchEventKind::Bytes {
-                offset: held.at,
-                len,
-            },
-        });
+        // The buffer is taken out to be offered and put back empty, keeping its capacity.
+        let mut buf = std::mem::take(&mut held.buf);
+        let (at, len) = (held.at, buf.len() as u64);
+        let offered = offer(held, bound, sink, at, &buf);
+        buf.clear();
+        held.buf = buf;
+        if offered? == Offered::Written {
+            observer.on_event(FetchEvent {
+                fetch,
+                kind: FetchEventKind::Bytes { offset: at, len },
+            });
+        }
     }
     if held.waste > 0 {
         let bytes = std::mem::take(&mut held.waste);
@@ -499,10 +532,11 @@ fn emit(
 fn emit_keeping_error(
     held: &mut Held,
     fetch: FetchId,
+    bound: &RangeBound,
     sink: &dyn Sink,
     observer: &dyn FetchObserver,
 ) {
-    if let Err(e) = emit(held, fetch, sink, observer) {
+    if let Err(e) = emit(held, fetch, bound, sink, observer) {
         tracing::debug!(?fetch, error = %e, "a coalesced write failed; reported at the next write");
         held.failed.get_or_insert(e);
     }

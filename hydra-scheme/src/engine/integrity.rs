@@ -26,7 +26,7 @@
 //! Revoking needs the fetch to have stopped writing: bytes of a fetch still running are
 //! revoked when it ends.
 
-use crate::sink::Sink;
+use crate::sink::{Offered, Sink};
 use crate::writer::{FetchEvent, FetchEventKind};
 use hydra_core::{ByteRange, FetchId, RangeSet, Scheduler, SourceId};
 use std::collections::{BTreeMap, BTreeSet};
@@ -86,6 +86,14 @@ impl Sink for ProvingSink {
         self.inner.size()
     }
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.offer_at(offset, data, &|| false).map(drop)
+    }
+    fn offer_at(
+        &self,
+        offset: u64,
+        data: &[u8],
+        withdrawn: &dyn Fn() -> bool,
+    ) -> io::Result<Offered> {
         let lo = self.prefix.lo;
         let end = offset + data.len() as u64;
         if offset < lo {
@@ -97,10 +105,10 @@ impl Sink for ProvingSink {
             }
         }
         if end <= lo {
-            return Ok(());
+            return Ok(Offered::Written);
         }
         let from = lo.saturating_sub(offset) as usize;
-        self.inner.write_at(offset.max(lo), &data[from..])
+        self.inner.offer_at(offset.max(lo), &data[from..], withdrawn)
     }
     fn written(&self) -> RangeSet {
         self.inner.written()

@@ -1,7 +1,7 @@
 //! A stream from a source without ranges starts at byte 0 whatever range it serves: the bytes
 //! below that range are dropped, as waste, before they reach the scheduler or the sink.
 
-use crate::sink::Sink;
+use crate::sink::{Offered, Sink};
 use crate::writer::{FetchEvent, FetchEventKind};
 use hydra_core::{ByteRange, RangeSet};
 use std::sync::Arc;
@@ -43,12 +43,21 @@ impl Sink for SkipBelow {
         self.inner.size()
     }
     fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.offer_at(offset, data, &|| false).map(drop)
+    }
+    fn offer_at(
+        &self,
+        offset: u64,
+        data: &[u8],
+        withdrawn: &dyn Fn() -> bool,
+    ) -> std::io::Result<Offered> {
         let end = offset + data.len() as u64;
         if end <= self.lo {
-            return Ok(());
+            return Ok(Offered::Written);
         }
         let from = self.lo.saturating_sub(offset) as usize;
-        self.inner.write_at(offset.max(self.lo), &data[from..])
+        self.inner
+            .offer_at(offset.max(self.lo), &data[from..], withdrawn)
     }
     fn written(&self) -> RangeSet {
         self.inner.written()
