@@ -5,7 +5,8 @@
 //! the write point: a fetch whose write would land further ahead waits in
 //! [`Sink::write_at`] (outside the runtime's cooperative scheduling, `block_in_place`) until
 //! the write point moves, so the buffer never grows past its size and the sources are slowed
-//! by flow control. A reader that closes the pipe ends the download quietly with
+//! by flow control. A waiting write whose fetch is cancelled is withdrawn ([`Sink::offer_at`]):
+//! its bytes are fetched again by another fetch rather than written late on top of them. A reader that closes the pipe ends the download quietly with
 //! [`Exit::BrokenPipe`]. `--checksum` is computed over the bytes as they go out; a mismatch
 //! exits 6 once every byte was written (the reader has them: nothing can be taken back).
 
@@ -20,7 +21,7 @@ use crate::ui;
 use hydra_core::{ByteRange, RangeSet};
 use hydra_scheme::{
     engine::{Engine, EngineError},
-    Sink,
+    Offered, Sink, WITHDRAW_POLL,
 };
 use std::io::{self, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -101,18 +102,25 @@ impl<W: Write + Send> StreamSink<W> {
     }
 
     /// Waits until a write at `offset` of `len` bytes is admitted (or the output failed),
-    /// then makes it.
-    fn put(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+    /// then makes it; gives it up, writing nothing, once `withdrawn()` is true while it waits.
+    fn put(&self, offset: u64, data: &[u8], withdrawn: &dyn Fn() -> bool) -> io::Result<Offered> {
         let mut w = self.lock();
         while !w.admits(offset, data.len()) && w.broken().is_none() {
-            w = self.moved.wait(w).unwrap_or_else(|e| e.into_inner());
+            if withdrawn() {
+                return Ok(Offered::Withdrawn);
+            }
+            w = self
+                .moved
+                .wait_timeout(w, WITHDRAW_POLL)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
         let before = w.next();
         let r = w.put(offset, data);
         if w.next() != before || w.broken().is_some() {
             self.moved.notify_all();
         }
-        r
+        r.map(|()| Offered::Written)
     }
 }
 
@@ -130,6 +138,14 @@ impl<W: Write + Send> Sink for StreamSink<W> {
         self.lock().size()
     }
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.offer_at(offset, data, &|| false).map(drop)
+    }
+    fn offer_at(
+        &self,
+        offset: u64,
+        data: &[u8],
+        withdrawn: &dyn Fn() -> bool,
+    ) -> io::Result<Offered> {
         let size = self.size();
         if offset
             .checked_add(data.len() as u64)
@@ -143,7 +159,7 @@ impl<W: Write + Send> Sink for StreamSink<W> {
                 ),
             ));
         }
-        blocking(|| self.put(offset, data))
+        blocking(|| self.put(offset, data, withdrawn))
     }
     fn written(&self) -> RangeSet {
         self.lock().written()
@@ -305,6 +321,31 @@ mod tests {
         assert!(ahead.is_finished(), "released once the write point moved");
         ahead.join().unwrap().unwrap();
         sink.finish().unwrap();
+        assert_eq!(sink.out_bytes(), 200);
+    }
+
+    #[test]
+    fn a_waiting_write_is_withdrawn_once_its_fetch_gives_it_up_and_writes_nothing() {
+        let sink = Arc::new(StreamSink::new(Vec::new(), 200, 100, None));
+        let given_up = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let ahead = {
+            let (sink, given_up) = (sink.clone(), given_up.clone());
+            std::thread::spawn(move || {
+                let withdrawn = || given_up.load(std::sync::atomic::Ordering::SeqCst);
+                sink.offer_at(150, &[2; 50], &withdrawn)
+            })
+        };
+        given_up.store(true, std::sync::atomic::Ordering::SeqCst);
+        let deadline = std::time::Instant::now() + TEST_BOUND;
+        while !ahead.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(ahead.join().unwrap().unwrap(), Offered::Withdrawn);
+        // The same bytes written later, by the fetch that took them over, are no overlap.
+        sink.write_at(0, &[1; 100]).unwrap();
+        sink.write_at(100, &[1; 100]).unwrap();
+        sink.finish().unwrap();
+        assert_eq!(sink.overlap_bytes(), 0);
         assert_eq!(sink.out_bytes(), 200);
     }
 
