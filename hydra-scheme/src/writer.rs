@@ -433,7 +433,13 @@ impl RangeWriter {
 
     fn emit_shared(&self) {
         let mut held = self.lock_held();
-        emit_keeping_error(&mut held, self.fetch, &self.bound, &*self.sink, &*self.observer);
+        emit_keeping_error(
+            &mut held,
+            self.fetch,
+            &self.bound,
+            &*self.sink,
+            &*self.observer,
+        );
     }
 
     fn event(&self, kind: FetchEventKind) {
@@ -488,7 +494,11 @@ fn offer(
     if offered == Offered::Withdrawn {
         held.withdrawn += data.len() as u64;
         held.waste += data.len() as u64;
-        tracing::debug!(at, len = data.len(), "a held-back write was withdrawn: the fetch was cancelled");
+        tracing::debug!(
+            at,
+            len = data.len(),
+            "a held-back write was withdrawn: the fetch was cancelled"
+        );
     }
     Ok(offered)
 }

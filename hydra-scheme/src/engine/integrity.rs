@@ -108,7 +108,8 @@ impl Sink for ProvingSink {
             return Ok(Offered::Written);
         }
         let from = lo.saturating_sub(offset) as usize;
-        self.inner.offer_at(offset.max(lo), &data[from..], withdrawn)
+        self.inner
+            .offer_at(offset.max(lo), &data[from..], withdrawn)
     }
     fn written(&self) -> RangeSet {
         self.inner.written()

@@ -74,7 +74,9 @@ impl Sink for Gated {
             }
             std::thread::sleep(crate::sink::WITHDRAW_POLL / 4);
         }
-        Err(io::Error::other("the test's bound: the write was never withdrawn"))
+        Err(io::Error::other(
+            "the test's bound: the write was never withdrawn",
+        ))
     }
     fn written(&self) -> hydra_core::RangeSet {
         self.inner.written()
@@ -114,9 +116,16 @@ fn a_write_held_back_when_its_fetch_is_cancelled_is_withdrawn_unreported_and_cou
     assert_eq!(w.write(&chunk).unwrap().taken, 0);
     w.flush().unwrap();
     let n = COALESCE_BYTES as u64;
-    assert_eq!(sink.written(), hydra_core::RangeSet::from_range(ByteRange::new(0, n)));
+    assert_eq!(
+        sink.written(),
+        hydra_core::RangeSet::from_range(ByteRange::new(0, n))
+    );
     assert_eq!(w.written(), n);
-    assert_eq!(w.waste(), 2 * n, "the withdrawn bytes and the chunk after the cancel");
+    assert_eq!(
+        w.waste(),
+        2 * n,
+        "the withdrawn bytes and the chunk after the cancel"
+    );
     let events = events.lock().unwrap();
     let bytes: u64 = events
         .iter()
@@ -126,5 +135,8 @@ fn a_write_held_back_when_its_fetch_is_cancelled_is_withdrawn_unreported_and_cou
         })
         .sum();
     assert_eq!(bytes, n, "only the bytes written are reported");
-    assert!(matches!(w.outcome_at_bound(), crate::FetchOutcome::Cancelled));
+    assert!(matches!(
+        w.outcome_at_bound(),
+        crate::FetchOutcome::Cancelled
+    ));
 }
