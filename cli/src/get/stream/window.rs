@@ -1,5 +1,7 @@
 //! The reorder buffer of a stream: bytes at the write point go out at once (with the bytes
-//! held right after them); bytes ahead of it are held, at most `limit` bytes ahead of it. A
+//! held right after them); bytes ahead of it are held. A buffer of `limit` bytes keeps the
+//! last `min(limit / 4, HISTORY_BYTES)` bytes written out (for offset proofs) and holds the
+//! rest of `limit` ahead of the write point, so the two together never exceed `limit`. A
 //! write further ahead is not admitted: its caller waits for the write point to move.
 //!
 //! Pure bookkeeping over any [`Write`]; the waiting is the sink's (see [`super::StreamSink`]).
@@ -9,15 +11,23 @@ use hydra_core::{ByteRange, RangeSet};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Write};
 
-/// Bytes already written out that are kept to be read back (the engine compares a stream's
-/// first bytes with the bytes before it).
+/// Bytes already written out that are kept to be read back at most (the engine compares a
+/// stream's first bytes with the bytes before it).
 pub(super) const HISTORY_BYTES: usize = 1024 * 1024;
+
+/// Of a buffer of `limit` bytes, the part that keeps bytes already written out.
+fn history_cap(limit: u64) -> usize {
+    (limit / 4).min(HISTORY_BYTES as u64) as usize
+}
 
 /// The state of one stream.
 pub(super) struct Window<W> {
     out: W,
     size: u64,
-    limit: u64,
+    /// Bytes held ahead of the write point at most.
+    ahead: u64,
+    /// Bytes written out kept at most.
+    history_cap: usize,
     /// The write point: every byte below it was written out, in order.
     next: u64,
     /// Bytes ahead of the write point, by offset; the pieces never overlap.
@@ -33,13 +43,15 @@ pub(super) struct Window<W> {
 }
 
 impl<W: Write> Window<W> {
-    /// A stream of `size` bytes to `out`, holding at most `limit` bytes ahead of the write
-    /// point, digesting what goes out with `hasher` when given.
+    /// A stream of `size` bytes to `out` through a buffer of `limit` bytes (see the module
+    /// doc), digesting what goes out with `hasher` when given.
     pub(super) fn new(out: W, size: u64, limit: u64, hasher: Option<Hasher>) -> Self {
+        let history_cap = history_cap(limit);
         Window {
             out,
             size,
-            limit: limit.max(1),
+            ahead: (limit - history_cap as u64).max(1),
+            history_cap,
             next: 0,
             pending: BTreeMap::new(),
             held: 0,
@@ -52,9 +64,9 @@ impl<W: Write> Window<W> {
     }
 
     /// Whether a write of `len` bytes at `offset` may go in now: it starts at or below the
-    /// write point, or ends within `limit` bytes past it.
+    /// write point, or ends within the bytes the buffer holds ahead of it.
     pub(super) fn admits(&self, offset: u64, len: usize) -> bool {
-        offset <= self.next || offset.saturating_add(len as u64) <= self.next + self.limit
+        offset <= self.next || offset.saturating_add(len as u64) <= self.next + self.ahead
     }
 
     /// Records `data` at `offset` (admitted, within the object) and writes out what became
@@ -98,8 +110,8 @@ impl<W: Write> Window<W> {
         if let Some(h) = &mut self.hasher {
             h.update(piece);
         }
-        let keep = piece.len().min(HISTORY_BYTES);
-        let drop = (self.history.len() + keep).saturating_sub(HISTORY_BYTES);
+        let keep = piece.len().min(self.history_cap);
+        let drop = (self.history.len() + keep).saturating_sub(self.history_cap);
         self.history.drain(..drop);
         self.history.extend(&piece[piece.len() - keep..]);
         self.next += piece.len() as u64;
@@ -237,19 +249,38 @@ mod tests {
     #[test]
     fn a_write_beyond_the_window_is_not_admitted_until_the_write_point_moves() {
         let data = bytes(300);
+        // 100 bytes: 25 kept behind the write point, 75 held ahead of it.
         let mut w = Window::new(Vec::new(), 300, 100, None);
-        assert!(w.admits(50, 50));
-        assert!(!w.admits(50, 51), "ends past next + limit");
-        w.put(50, &data[50..100]).unwrap();
-        assert_eq!(w.held(), 50);
+        assert!(w.admits(50, 25));
+        assert!(!w.admits(50, 26), "ends past the bytes held ahead");
+        w.put(50, &data[50..75]).unwrap();
+        assert_eq!(w.held(), 25);
         assert!(!w.admits(200, 100));
         assert!(
             w.admits(0, 300),
             "a write at the write point always goes in"
         );
         w.put(0, &data[..50]).unwrap();
-        assert_eq!((w.next(), w.held()), (100, 0));
-        assert!(w.admits(100, 100));
+        assert_eq!((w.next(), w.held()), (75, 0));
+        assert!(w.admits(75, 75));
+    }
+
+    #[test]
+    fn bytes_held_ahead_and_bytes_kept_behind_never_exceed_the_buffer() {
+        let data = bytes(10_000);
+        let limit = 1000;
+        let mut w = Window::new(Vec::new(), 10_000, limit, None);
+        // Every piece of 50 bytes, in an order that keeps the buffer as full as admitted.
+        for lo in (0..10_000usize).step_by(50).rev().chain((0..10_000).step_by(50)) {
+            let r = ByteRange::new(lo as u64, lo as u64 + 50);
+            if w.admits(r.lo, 50) && !w.written().contains_range(r) {
+                w.put(r.lo, &data[lo..lo + 50]).unwrap();
+            }
+            assert!(w.held() + w.history.len() as u64 <= limit);
+        }
+        assert_eq!(w.history.len(), 250, "a quarter of the buffer is kept behind");
+        w.finish().unwrap();
+        assert_eq!(w.out, data);
     }
 
     #[test]
