@@ -34,6 +34,8 @@ const CHUNK: u64 = 4096;
 const GAP: Duration = Duration::from_millis(5);
 /// Chunks the hung source writes before it stops answering.
 const HUNG_AFTER_CHUNKS: u64 = 8;
+/// When a lying source's second fetch says so.
+const CONFESSES_AFTER: Duration = Duration::from_millis(100);
 /// Chunks the silent source writes before it stops.
 const SILENT_AFTER_CHUNKS: u64 = 4;
 
@@ -59,6 +61,9 @@ enum Behaviour {
     Hangs,
     /// Every fetch stops writing after `SILENT_AFTER_CHUNKS` and waits on its bound.
     Silent,
+    /// The first fetch delivers like `Hangs`'s and hangs; every later one says, after
+    /// `CONFESSES_AFTER`, that its data is not where it was asked for: the source lies.
+    Confesses,
     /// The first fetch writes two chunks back to back (its writer reports the first and holds
     /// the second) and then hangs without looking at its bound; later ones hang at once.
     Holds,
@@ -101,9 +106,18 @@ impl Scheme for Fake {
     }
 
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
-        let hangs = matches!(self.behaviour, Behaviour::Hangs | Behaviour::Holds);
+        let hangs = matches!(
+            self.behaviour,
+            Behaviour::Hangs | Behaviour::Holds | Behaviour::Confesses
+        );
         let _guard = hangs.then(|| DropCount(self.dropped.clone()));
         let first = self.fetches.fetch_add(1, Ordering::SeqCst) == 0;
+        if self.behaviour == Behaviour::Confesses && !first {
+            tokio::time::sleep(CONFESSES_AFTER).await;
+            let detail = "sent the bytes of another offset".to_owned();
+            let kind = ErrorKind::Misplaced { detail };
+            return FetchOutcome::Failed(SchemeError::new(&request.endpoint, kind));
+        }
         let w = &mut request.writer;
         w.connected(false);
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -150,9 +164,19 @@ impl Scheme for Fake {
 /// A transfer from `steady` and `other` with a 300 ms stall timeout and `cancel_grace`, one
 /// connection each; every byte must arrive, in place.
 async fn transfer(steady: &Arc<Fake>, other: &Arc<Fake>, cancel_grace: Duration) -> Report {
+    transfer_over(steady, other, cancel_grace, 1).await
+}
+
+/// [`transfer`] with `connections` per source.
+async fn transfer_over(
+    steady: &Arc<Fake>,
+    other: &Arc<Fake>,
+    cancel_grace: Duration,
+    connections: usize,
+) -> Report {
     let engine = Engine::new(EngineOptions {
         config: Config {
-            concurrency: Concurrency::Fixed(1),
+            concurrency: Concurrency::Fixed(connections),
             stall_timeout: Duration::from_millis(300),
             ..Config::default()
         },
@@ -177,7 +201,11 @@ async fn transfer(steady: &Arc<Fake>, other: &Arc<Fake>, cancel_grace: Duration)
         .await
         .expect("the transfer ended within the test's bound (not after cancel_grace)")
         .expect("the steady source delivers every byte");
-    assert_eq!(report.bytes_per_source.iter().sum::<u64>(), SIZE);
+    assert_eq!(
+        report.bytes_per_source.iter().sum::<u64>(),
+        SIZE + report.revoked_bytes,
+        "every byte delivered once, besides those fetched again"
+    );
     assert_eq!(sink.written().len_bytes(), SIZE);
     let contents = sink.contents();
     assert!(
@@ -256,5 +284,32 @@ async fn a_fetch_stopped_after_its_grace_reports_the_bytes_it_held_before_its_ra
         holds.dropped.load(Ordering::SeqCst),
         fetches,
         "every fetch that hung was stopped"
+    );
+}
+
+/// A source found lying while one of its fetches hangs: that fetch's bytes are revoked only
+/// when it ends, which may be after every other byte is held and the transfer is closing. The
+/// transfer must then fetch them again, not report a file with a hole in it.
+#[tokio::test(start_paused = true)]
+async fn bytes_revoked_when_a_hung_fetch_of_a_liar_ends_at_the_close_are_fetched_again() {
+    let steady = Fake::new(Behaviour::Steady);
+    let liar = Fake::new(Behaviour::Confesses);
+    // Far longer than the transfer: the hung fetch ends only when the transfer closes.
+    let report = transfer_over(&steady, &liar, Duration::from_secs(3600), 2).await;
+    assert!(
+        liar.fetches.load(Ordering::SeqCst) >= 2,
+        "the liar was asked twice"
+    );
+    assert!(
+        report
+            .removed
+            .iter()
+            .any(|(_, why)| why.contains("lies about offsets")),
+        "the liar is reported dropped: {:?}",
+        report.removed
+    );
+    assert!(
+        report.revoked_bytes >= CHUNK,
+        "its bytes were fetched again"
     );
 }

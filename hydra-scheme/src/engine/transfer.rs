@@ -554,8 +554,9 @@ impl<'a> Transfer<'a> {
 
     /// The closing phase: every source that contributed bytes must still describe the object
     /// its probe saw (see `closing`), and the fetches left are aborted. One that does not is
-    /// dropped with what it delivered since its last standing check; returns `false` when the
-    /// transfer must go on from the others.
+    /// dropped with what it delivered since its last standing check. Returns `false` when the
+    /// transfer must go on from the others: after such a drop, or when a fetch ended here had
+    /// its bytes revoked (its source was found lying while it ran).
     async fn close(&mut self) -> Result<bool, EngineError> {
         let fresh = ClosingChecks::new(self.sources.len(), self.opts.closing_limit());
         let closing = std::mem::replace(&mut self.checks, fresh)
@@ -575,8 +576,10 @@ impl<'a> Transfer<'a> {
             r.task.abort();
             self.ended(f, FetchEnd::Cancelled, now);
         }
+        // A fetch ended here may have had its bytes revoked (its source was found lying while
+        // it ran): the transfer goes on until they are fetched again.
         let Some((i, why)) = changed else {
-            return closing.map(|()| true);
+            return closing.map(|()| self.sched.outcome() == Some(Outcome::Complete));
         };
         self.integrity
             .changed(i, &why, &mut self.sched, &*self.sink, now);

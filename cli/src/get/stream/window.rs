@@ -271,14 +271,22 @@ mod tests {
         let limit = 1000;
         let mut w = Window::new(Vec::new(), 10_000, limit, None);
         // Every piece of 50 bytes, in an order that keeps the buffer as full as admitted.
-        for lo in (0..10_000usize).step_by(50).rev().chain((0..10_000).step_by(50)) {
+        for lo in (0..10_000usize)
+            .step_by(50)
+            .rev()
+            .chain((0..10_000).step_by(50))
+        {
             let r = ByteRange::new(lo as u64, lo as u64 + 50);
             if w.admits(r.lo, 50) && !w.written().contains_range(r) {
                 w.put(r.lo, &data[lo..lo + 50]).unwrap();
             }
             assert!(w.held() + w.history.len() as u64 <= limit);
         }
-        assert_eq!(w.history.len(), 250, "a quarter of the buffer is kept behind");
+        assert_eq!(
+            w.history.len(),
+            250,
+            "a quarter of the buffer is kept behind"
+        );
         w.finish().unwrap();
         assert_eq!(w.out, data);
     }
