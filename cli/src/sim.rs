@@ -8,7 +8,7 @@ use std::process::ExitCode;
 /// Arguments of `hydra sim`.
 #[derive(Debug, Args)]
 pub struct SimArgs {
-    /// The experiment: storm, collapse, sweep or failure.
+    /// The experiment: storm, collapse, sweep, failure or opening.
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(EXPERIMENTS))]
     pub experiment: String,
     /// Seeds per row (seeds 0..N).

@@ -1,4 +1,5 @@
-//! Prints every action of one simulated run: `cargo run -p hydra-conformance --example trace -- collapse hydra 2 0`.
+//! Prints every action of one simulated run: `cargo run -p hydra-sim --example trace -- collapse hydra 2 0`
+//! (n = 0: the concurrency search).
 use hydra_sim::{experiments::scenario, run, Arm, RunOptions};
 fn main() {
     let a: Vec<String> = std::env::args().collect();
@@ -12,7 +13,11 @@ fn main() {
     };
     let n = a.get(3).and_then(|s| s.parse().ok()).unwrap_or(4);
     let seed = a.get(4).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let mut o = RunOptions::new(arm, n, seed);
+    let mut o = RunOptions::new(arm, n.max(1), seed);
+    if n == 0 {
+        // n = 0: the default concurrency search.
+        o.concurrency = hydra_core::Concurrency::Search { start: 1 };
+    }
     o.size = a.get(5).and_then(|s| s.parse().ok());
     if a.get(6).is_some_and(|s| s == "adversary") {
         o.extra_events = hydra_sim::experiments::adversary(&sc, seed, 6);

@@ -1,4 +1,5 @@
-//! The named experiments `hydra sim` runs: `storm`, `collapse`, `sweep`, `failure`.
+//! The named experiments `hydra sim` runs: `storm`, `collapse`, `sweep`, `failure`,
+//! `opening`.
 //!
 //! Each reads its scenario from `sim/scenarios/` (embedded at build time, so the binary
 //! runs anywhere) and returns a [`Report`] with one [`Summary`] row per (n, arm).
@@ -6,6 +7,7 @@
 use super::{run, summarise, Arm, RunOptions, RunResult, Summary};
 use faultnet::scenario::{Action as Ev, Event, Scenario, Target};
 use faultnet::units::ByteSize;
+use hydra_core::Concurrency;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -17,6 +19,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("collapse", include_str!("../scenarios/collapse.toml")),
     ("sweep", include_str!("../scenarios/sweep.toml")),
     ("failure", include_str!("../scenarios/failure.toml")),
+    ("opening", include_str!("../scenarios/opening.toml")),
 ];
 
 /// The shipped scenario called `name`.
@@ -28,7 +31,7 @@ pub fn scenario(name: &str) -> Option<Scenario> {
 }
 
 /// The names of the experiments.
-pub const EXPERIMENTS: &[&str] = &["storm", "collapse", "sweep", "failure"];
+pub const EXPERIMENTS: &[&str] = &["storm", "collapse", "sweep", "failure", "opening"];
 
 /// Fitted excess exponent of one arm over the sweep.
 #[derive(Debug, Clone, Serialize)]
@@ -103,6 +106,26 @@ pub fn run_experiment(name: &str, opts: &ExperimentOptions) -> Option<Report> {
                 for arm in [Arm::Hydra, Arm::Unguarded, Arm::Static] {
                     rows.push(fixed(arm, n));
                 }
+            }
+        }
+        "opening" => {
+            // A first download: the default search (its row's arm is `search`, n its start),
+            // then fixed counts.
+            let mut search = summarise(
+                Arm::Hydra,
+                1,
+                &many(&sc, seeds, |s| RunOptions {
+                    concurrency: Concurrency::Search { start: 1 },
+                    ..RunOptions::new(Arm::Hydra, 1, s)
+                }),
+            );
+            search.arm = "search";
+            rows.push(Row {
+                size: sc.object_size.0,
+                summary: search,
+            });
+            for n in [1usize, 2, 4] {
+                rows.push(fixed(Arm::Hydra, n));
             }
         }
         "failure" => {

@@ -560,6 +560,9 @@ impl Sim<'_> {
                     } else {
                         Session::Reused
                     };
+                    if self.opts.trace {
+                        eprintln!("{t:8.3} first byte {:?}", f.fetch);
+                    }
                     policy.on_first_byte(f.fetch, s, now);
                 }
                 FlowState::Failing(at, kind) if t >= at => {
@@ -636,6 +639,9 @@ impl Sim<'_> {
                 let f = self.flows.swap_remove(i);
                 // HTTP semantics: a connection whose range was shrunk mid-flight is not pooled.
                 self.set_reusable(f.conn, !f.shrunk);
+                if self.opts.trace {
+                    eprintln!("{t:8.3} finished {:?} at {}", f.fetch, f.pos);
+                }
                 policy.on_end(f.fetch, FetchEnd::Finished, now);
                 continue;
             }
