@@ -2,16 +2,17 @@
 //! `harness` feature).
 //!
 //! The driver owns the clock and the [`Network`] owns the transports: at each step
-//! [`Drive::run`] lets the network deliver what arrived by then ([`Network::advance`]), runs
-//! [`Scheduler::tick`], and hands every queued [`Action`] to the network in order (which
-//! acknowledges a `Shrink` or `Cancel` with [`Scheduler::on_shrink_applied`] before the next
-//! one is polled, as the contract asks), then every [`Notice`]. It stops when the transfer
-//! has an [`Outcome`], or fails with [`Unfinished`] after `max_steps` steps instead of
-//! hanging.
+//! [`Drive::run`] asks the network for the step's time ([`Network::clock`]: the drive's own
+//! `first + step·step_len` unless the network keeps its own clock), lets the network deliver
+//! what arrived by then ([`Network::advance`]), runs [`Scheduler::tick`], and hands every
+//! queued [`Action`] to the network in order (which acknowledges a `Shrink` or `Cancel` with
+//! [`Scheduler::on_shrink_applied`] before the next one is polled, as the contract asks), then
+//! every [`Notice`]. It stops when the transfer has an [`Outcome`], or fails with
+//! [`Unfinished`] after `max_steps` steps instead of hanging.
 //!
 //! ```text
 //! for step in 0..max_steps:
-//!     now = first + step·step_len
+//!     now = network.clock(step, first + step·step_len)
 //!     network.advance(sched, now); sched.tick(now); network.ticked(sched, now)
 //!     for each action: network.act(sched, now, action)
 //!     for each notice: network.notice(sched, now, notice)
@@ -30,6 +31,16 @@ use std::time::Duration;
 pub trait Network {
     /// Why the network stopped the drive.
     type Error;
+
+    /// The time of step `step` (counted from 0), given the drive's plan for it, `planned` =
+    /// `first + step·step_len`. Called once per step, in order, before
+    /// [`advance`](Network::advance). A network with a clock of its own (a simulator summing
+    /// floating-point seconds, whose `Duration` departs from `step·step_len` by a nanosecond
+    /// after enough steps) returns its time instead; it must not go backwards. The plan by
+    /// default.
+    fn clock(&mut self, _step: u32, planned: Duration) -> Duration {
+        planned
+    }
 
     /// Delivers to `sched` what happened on the wire up to `now` (first bytes, data, ends,
     /// failures, sources joining or dying). Called before each tick.
@@ -129,7 +140,7 @@ impl Drive {
     ) -> Result<Finished, Unfinished<N::Error>> {
         let mut now = self.first;
         for k in 0..self.max_steps {
-            now = self.first + self.step * k;
+            now = net.clock(k, self.first + self.step * k);
             self.step_once(sched, net, now)
                 .map_err(|error| Unfinished::Network { at: now, error })?;
             if let Some(outcome) = sched.outcome() {
