@@ -1,32 +1,25 @@
 //! The schedulers the simulator can drive: hydra's kernel and two baselines.
 
 use hydra_core::{
-    Action, ByteRange, Config, ConnId, FetchEnd, FetchId, Outcome, RangeSet, Scheduler, Session,
-    SourceId, SourceSpec,
+    Action, ByteRange, Config, ConnId, FetchEnd, FetchId, RangeSet, Scheduler, Session, SourceId,
+    SourceSpec,
 };
 use std::time::Duration;
 
-/// What the driver needs from a scheduler.
-pub trait Policy {
-    fn tick(&mut self, now: Duration);
-    fn poll_action(&mut self) -> Option<Action>;
+/// What the simulated wire reports to the scheduler driving it: first bytes, data, applied
+/// shrinks and ends. hydra's kernel and the baselines both hear it.
+pub trait Listener {
+    /// The first byte of `fetch` arrived.
     fn on_first_byte(&mut self, fetch: FetchId, session: Session, now: Duration);
+    /// `len` bytes of `fetch` arrived at `offset`.
     fn on_data(&mut self, fetch: FetchId, offset: u64, len: u64, now: Duration);
+    /// The transport applied a `Shrink` or `Cancel` of `fetch`, which now ends at `hi`.
     fn on_shrink_applied(&mut self, fetch: FetchId, hi: u64);
+    /// `fetch` ended.
     fn on_end(&mut self, fetch: FetchId, end: FetchEnd, now: Duration);
-    fn complete(&self) -> bool;
-    fn failed(&self) -> bool;
-    fn repairs(&self) -> u64;
-    fn admissions(&self) -> u64;
 }
 
-impl Policy for Scheduler {
-    fn tick(&mut self, now: Duration) {
-        Scheduler::tick(self, now)
-    }
-    fn poll_action(&mut self) -> Option<Action> {
-        Scheduler::poll_action(self)
-    }
+impl Listener for Scheduler {
     fn on_first_byte(&mut self, fetch: FetchId, session: Session, now: Duration) {
         Scheduler::on_first_byte(self, fetch, session, now)
     }
@@ -38,18 +31,6 @@ impl Policy for Scheduler {
     }
     fn on_end(&mut self, fetch: FetchId, end: FetchEnd, now: Duration) {
         Scheduler::on_end(self, fetch, end, now)
-    }
-    fn complete(&self) -> bool {
-        self.outcome() == Some(Outcome::Complete)
-    }
-    fn failed(&self) -> bool {
-        matches!(self.outcome(), Some(Outcome::Failed(_)))
-    }
-    fn repairs(&self) -> u64 {
-        self.stats().repairs
-    }
-    fn admissions(&self) -> u64 {
-        self.stats().admissions
     }
 }
 
@@ -75,7 +56,8 @@ struct BSlot {
     last_rate: f64,
 }
 
-/// A baseline scheduler with the same driver interface as hydra's kernel.
+/// A baseline scheduler: the same actions and reports as hydra's kernel, driven by the
+/// simulator's own loop (it is not a [`Scheduler`], so hydra-core's harness cannot drive it).
 #[derive(Debug, Clone)]
 pub struct Baseline {
     kind: BaselineKind,
@@ -167,8 +149,9 @@ impl Baseline {
     }
 }
 
-impl Policy for Baseline {
-    fn tick(&mut self, now: Duration) {
+impl Baseline {
+    /// Issues work to every idle slot whose retry time has come.
+    pub fn tick(&mut self, now: Duration) {
         self.started = true;
         for i in 0..self.slots.len() {
             if self.slots[i].fetch.is_some() || now < self.slots[i].retry_at {
@@ -204,9 +187,19 @@ impl Policy for Baseline {
             }
         }
     }
-    fn poll_action(&mut self) -> Option<Action> {
+
+    /// The next action the last tick queued.
+    pub fn poll_action(&mut self) -> Option<Action> {
         self.actions.pop_front()
     }
+
+    /// Every byte is held.
+    pub fn complete(&self) -> bool {
+        self.held.len_bytes() == self.size
+    }
+}
+
+impl Listener for Baseline {
     fn on_first_byte(&mut self, _: FetchId, _: Session, _: Duration) {}
     fn on_data(&mut self, fetch: FetchId, offset: u64, len: u64, _: Duration) {
         let Some(i) = self.slot_of(fetch) else {
@@ -237,18 +230,6 @@ impl Policy for Baseline {
         if elapsed > 0.0 && pos > start {
             self.slots[i].last_rate = (pos - start) as f64 / elapsed;
         }
-    }
-    fn complete(&self) -> bool {
-        self.held.len_bytes() == self.size
-    }
-    fn failed(&self) -> bool {
-        false
-    }
-    fn repairs(&self) -> u64 {
-        0
-    }
-    fn admissions(&self) -> u64 {
-        0
     }
 }
 
