@@ -7,7 +7,7 @@
 //! stops reading back-pressures the origin.
 
 use super::ftp::FtpRewriter;
-use super::net::{lock, rng_for, ConnKind, ConnRt, Fate, LinkRt, Mode, Net};
+use super::net::{lock, rng_for, ConnKind, ConnRt, Fate, LinkRt, Mode, Net, SetToxic};
 use crate::toxic::{Stream, ToxicKind};
 use bytes::{Bytes, BytesMut};
 use rand::Rng;
@@ -387,29 +387,11 @@ async fn reader(
                 }
             }
         }
-        // Toxics in force for this chunk.
-        let (hold, limit, latency) = {
-            let list = toxics.borrow_and_update();
-            let mut hold = false;
-            let mut limit = u64::MAX;
-            let mut latency = Duration::ZERO;
-            for t in list.iter().filter(|t| t.toxic.stream == dir) {
-                if !conn.affected(net.seed, link.idx, &t.toxic) {
-                    continue;
-                }
-                match t.toxic.kind {
-                    ToxicKind::Timeout { .. } => hold = true,
-                    ToxicKind::LimitData { bytes } => limit = limit.min(bytes.0),
-                    ToxicKind::Latency { latency: l, jitter } => {
-                        let j = jitter.0.as_secs_f64();
-                        let extra = if j > 0.0 { rng.gen_range(-j..j) } else { 0.0 };
-                        latency += Duration::from_secs_f64((l.0.as_secs_f64() + extra).max(0.0));
-                    }
-                    _ => {}
-                }
-            }
-            (hold, limit, latency)
-        };
+        let InForce {
+            hold,
+            limit,
+            latency,
+        } = in_force(&toxics.borrow_and_update(), net, link, conn, dir, &mut rng);
         if hold {
             if guard(&mut fate, toxics.changed()).await.is_err() {
                 return;
@@ -460,6 +442,48 @@ async fn reader(
             return;
         }
     }
+}
+
+/// What the toxics on one direction of a connection do to its next chunk.
+struct InForce {
+    /// A timeout toxic holds the chunk until the toxics change.
+    hold: bool,
+    /// Bytes the direction may forward in all (`u64::MAX` without a limit toxic).
+    limit: u64,
+    /// Latency toxics' delay on top of the link's, jitter drawn from `rng`.
+    latency: Duration,
+}
+
+/// The toxics of `list` in force on `dir` of `conn` for its next chunk.
+fn in_force(
+    list: &[SetToxic],
+    net: &Net,
+    link: &LinkRt,
+    conn: &ConnRt,
+    dir: Stream,
+    rng: &mut rand_chacha::ChaCha8Rng,
+) -> InForce {
+    let mut out = InForce {
+        hold: false,
+        limit: u64::MAX,
+        latency: Duration::ZERO,
+    };
+    for t in list.iter().filter(|t| t.toxic.stream == dir) {
+        if !conn.affected(net.seed, link.idx, &t.toxic) {
+            continue;
+        }
+        match t.toxic.kind {
+            ToxicKind::Timeout { .. } => out.hold = true,
+            ToxicKind::LimitData { bytes } => out.limit = out.limit.min(bytes.0),
+            ToxicKind::Latency { latency: l, jitter } => {
+                let j = jitter.0.as_secs_f64();
+                let extra = if j > 0.0 { rng.gen_range(-j..j) } else { 0.0 };
+                out.latency += Duration::from_secs_f64((l.0.as_secs_f64() + extra).max(0.0));
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Waits for the bottleneck to let `n <= want` bytes through; re-asks when the link's state
