@@ -695,25 +695,7 @@ async fn serve(
                 Err(_) => "501 bad offset".into(),
             },
             "EPSV" if script.no_epsv => "502 EPSV not implemented".into(),
-            "PASV" | "EPSV" => {
-                let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
-                let port = l.local_addr()?.port();
-                passive = Some(l);
-                if cmd == "EPSV" {
-                    format!("229 Entering Extended Passive Mode (|||{port}|)")
-                } else {
-                    let ip = script.pasv_host.unwrap_or(Ipv4Addr::LOCALHOST).octets();
-                    format!(
-                        "227 Entering Passive Mode ({},{},{},{},{},{})",
-                        ip[0],
-                        ip[1],
-                        ip[2],
-                        ip[3],
-                        port >> 8,
-                        port & 0xff
-                    )
-                }
-            }
+            "PASV" | "EPSV" => passive_reply(cmd == "EPSV", &script, &mut passive).await?,
             "RETR" => match passive.take() {
                 None => "425 Use PASV first".into(),
                 Some(l) => {
@@ -738,22 +720,7 @@ async fn serve(
                     continue;
                 }
             },
-            "ABOR" => match data.take() {
-                None => "225 No transfer to abort".into(),
-                Some(h) => {
-                    h.abort();
-                    let _ = h.await;
-                    match script.abort_order {
-                        AbortOrder::Rfc426Then226 => {
-                            "426 Transfer aborted\r\n226 Abort successful".into()
-                        }
-                        AbortOrder::Unftp226Then426 => {
-                            "226 Closed data channel\r\n426 Connection closed; transfer aborted"
-                                .into()
-                        }
-                    }
-                }
-            },
+            "ABOR" => abort_reply(&mut data, script.abort_order).await,
             "QUIT" => {
                 wr.write_all(b"221 bye\r\n").await?;
                 return Ok(());
@@ -761,6 +728,46 @@ async fn serve(
             _ => "502 not implemented".into(),
         };
         wr.write_all(format!("{reply}\r\n").as_bytes()).await?;
+    }
+}
+
+/// Opens a passive data listener into `passive` and says where it listens: `229` for `EPSV`,
+/// `227` (naming the script's host) for `PASV`.
+async fn passive_reply(
+    epsv: bool,
+    script: &Script,
+    passive: &mut Option<TcpListener>,
+) -> io::Result<String> {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+    let port = l.local_addr()?.port();
+    *passive = Some(l);
+    if epsv {
+        return Ok(format!("229 Entering Extended Passive Mode (|||{port}|)"));
+    }
+    let ip = script.pasv_host.unwrap_or(Ipv4Addr::LOCALHOST).octets();
+    Ok(format!(
+        "227 Entering Passive Mode ({},{},{},{},{},{})",
+        ip[0],
+        ip[1],
+        ip[2],
+        ip[3],
+        port >> 8,
+        port & 0xff
+    ))
+}
+
+/// Stops the running transfer, if any, and the replies to `ABOR` in `order`.
+async fn abort_reply(data: &mut Option<JoinHandle<DataEnd>>, order: AbortOrder) -> String {
+    let Some(h) = data.take() else {
+        return "225 No transfer to abort".into();
+    };
+    h.abort();
+    let _ = h.await;
+    match order {
+        AbortOrder::Rfc426Then226 => "426 Transfer aborted\r\n226 Abort successful".into(),
+        AbortOrder::Unftp226Then426 => {
+            "226 Closed data channel\r\n426 Connection closed; transfer aborted".into()
+        }
     }
 }
 
