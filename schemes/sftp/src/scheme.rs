@@ -338,6 +338,37 @@ impl SftpScheme {
         }
     }
 
+    /// The bytes of the reply to a read of `len` at `offset`, counted as received: an end of
+    /// file before the probed size is a changed object, more than `len` bytes a protocol
+    /// error.
+    fn reply_bytes(
+        &self,
+        offset: u64,
+        len: u32,
+        result: Result<Data, SftpError>,
+        expect: &Probe,
+    ) -> Result<Vec<u8>, ErrorKind> {
+        let data = match result {
+            Ok(d) => d.data,
+            Err(SftpError::Status(st)) if st.status_code == StatusCode::Eof => {
+                return Err(ErrorKind::ObjectChanged {
+                    detail: format!("end of file at byte {offset}, probed size {}", expect.size),
+                })
+            }
+            Err(e) => return Err(self.sftp_err(e)),
+        };
+        let n = data.len();
+        self.stats
+            .bytes_received
+            .fetch_add(n as u64, Ordering::Relaxed);
+        if n > len as usize {
+            return Err(ErrorKind::Protocol(format!(
+                "read of {len} bytes at {offset} answered with {n}"
+            )));
+        }
+        Ok(data)
+    }
+
     /// The pipelined read loop on one session (see the type's doc).
     async fn fetch_on(
         &self,
@@ -376,10 +407,7 @@ impl SftpScheme {
             // A read is issued only below the current far end, and only while the window
             // (reads in flight + replies buffered for reordering) has room in count and bytes.
             let hi = writer.bound().hi();
-            let mut now = Outstanding {
-                reads: inflight.len() + pending.len(),
-                bytes: asked + pending.values().map(|d| d.len() as u64).sum::<u64>(),
-            };
+            let mut now = outstanding(inflight.len(), asked, &pending);
             while next < hi {
                 let len = (hi - next).min(u64::from(read_len)) as u32;
                 if !window.admits(now, len) {
@@ -426,41 +454,13 @@ impl SftpScheme {
             }) = reply
             {
                 asked -= u64::from(len);
-                let data = match result {
-                    Ok(d) => d.data,
-                    Err(SftpError::Status(st)) if st.status_code == StatusCode::Eof => {
-                        return Err(ErrorKind::ObjectChanged {
-                            detail: format!(
-                                "end of file at byte {offset}, probed size {}",
-                                expect.size
-                            ),
-                        })
-                    }
-                    Err(e) => return Err(self.sftp_err(e)),
-                };
+                let data = self.reply_bytes(offset, len, result, expect)?;
                 let n = data.len();
-                self.stats
-                    .bytes_received
-                    .fetch_add(n as u64, Ordering::Relaxed);
-                if n > len as usize {
-                    return Err(ErrorKind::Protocol(format!(
-                        "read of {len} bytes at {offset} answered with {n}"
-                    )));
-                }
                 let hi = writer.bound().hi();
                 if n < len as usize {
                     // A short read: ask for the rest at once (below the far end only).
                     self.stats.short_reads.fetch_add(1, Ordering::Relaxed);
-                    if n == 0 {
-                        empty_replies += 1;
-                        if empty_replies > MAX_EMPTY_REPLIES {
-                            return Err(ErrorKind::Protocol(format!(
-                                "{empty_replies} empty replies in a row at offset {offset}"
-                            )));
-                        }
-                    } else {
-                        empty_replies = 0;
-                    }
+                    count_empty(&mut empty_replies, n, offset)?;
                     let rest = offset + n as u64;
                     if rest < hi {
                         let rest_len = (u64::from(len) - n as u64).min(hi - rest) as u32;
@@ -489,6 +489,31 @@ impl SftpScheme {
         }
         Ok(inflight)
     }
+}
+
+/// The window's use: `in_flight` reads asking for `asked` bytes, plus the replies held in
+/// `pending`.
+fn outstanding(in_flight: usize, asked: u64, pending: &BTreeMap<u64, Vec<u8>>) -> Outstanding {
+    Outstanding {
+        reads: in_flight + pending.len(),
+        bytes: asked + pending.values().map(|d| d.len() as u64).sum::<u64>(),
+    }
+}
+
+/// Counts a short reply of `n` bytes at `offset` into the run of empty ones, which fails past
+/// [`MAX_EMPTY_REPLIES`] in a row; a reply with bytes ends the run.
+fn count_empty(empty_replies: &mut u32, n: usize, offset: u64) -> Result<(), ErrorKind> {
+    if n > 0 {
+        *empty_replies = 0;
+        return Ok(());
+    }
+    *empty_replies += 1;
+    if *empty_replies > MAX_EMPTY_REPLIES {
+        return Err(ErrorKind::Protocol(format!(
+            "{empty_replies} empty replies in a row at offset {offset}"
+        )));
+    }
+    Ok(())
 }
 
 /// Writes every buffered reply that starts at (or before) the writer's offset, in order.
