@@ -454,63 +454,14 @@ impl FtpScheme {
             }
         }
         let at = writer.offset();
-        let stop_timeout = self.options.stop_timeout;
         if eof {
-            // The data connection ended before the range did.
-            let expected = writer.bound().hi();
-            let code = match tokio::time::timeout(stop_timeout, transfer.finish()).await {
-                Ok(Ok(())) => Some(226),
-                _ => None,
-            };
-            if writer.remaining() == 0 {
-                // Meanwhile the bound was lowered (or the fetch cancelled) to where the data
-                // ended: nothing the fetch still owes is missing. (The session is not reused.)
-                return Ok(writer.outcome_at_bound());
-            }
-            let truncated = ErrorKind::Truncated { expected, got: at };
-            if code != Some(226) {
-                return Err(truncated);
-            }
-            // The server says it sent everything, yet the data ended early: either the file is
-            // shorter now, or the network cut the data connection (a proxy or middlebox can
-            // close it after the server finished writing). SIZE and MDTM tell which.
-            return Err(match s.facts(&path, self.options.reply_timeout).await {
-                Ok(f) => match check_same(&expect, &f) {
-                    Ok(()) => truncated,
-                    Err(changed) => changed,
-                },
-                Err(_) => truncated,
-            });
+            return self
+                .ended_early(&mut s, transfer, writer, &path, &expect)
+                .await;
         }
         if at >= size {
-            // The range ran to the end of the file: the next read must be the end of the data,
-            // then the 226.
-            let mut one = [0u8; 1];
-            match tokio::time::timeout(idle, transfer.read(&mut one)).await {
-                Ok(Ok(0)) => {}
-                Ok(Ok(_)) if start > 0 => {
-                    // More than remains after the offset asked for: the server most likely
-                    // sent the file from byte 0 although it acknowledged REST.
-                    return Err(ErrorKind::Misplaced {
-                        detail: format!(
-                            "acknowledged REST {start} but sent more than the {} bytes after \
-                             it (it ignores REST)",
-                            size - start
-                        ),
-                    });
-                }
-                Ok(Ok(_)) => {
-                    return Err(ErrorKind::ObjectChanged {
-                        detail: format!("data continues past byte {size}, the probe's size"),
-                    })
-                }
-                Ok(Err(_)) | Err(_) => {
-                    return Err(ErrorKind::Truncated {
-                        expected: size,
-                        got: at,
-                    })
-                }
-            }
+            // The range ran to the end of the file: the data ends there, then the 226.
+            expect_data_end(&mut transfer, idle, start, size, at).await?;
             match tokio::time::timeout(self.options.reply_timeout, transfer.finish()).await {
                 Ok(Ok(())) => self.give_back(s, writer, req.slot),
                 Ok(Err(e)) => tracing::debug!(error = %map_ftp(e), "transfer reply"),
@@ -519,9 +470,60 @@ impl FtpScheme {
             return Ok(writer.outcome_at_bound());
         }
         // Stopped before the end of the file (the range's end, or a shrink): stop the server.
+        self.stop_transfer(s, transfer, writer, req.slot).await;
+        Ok(writer.outcome_at_bound())
+    }
+
+    /// The data connection ended before the range did: fine when the bound was lowered to
+    /// where it ended meanwhile; otherwise a truncation, or a changed object when the server
+    /// says it sent everything and the file's facts differ from the probe's.
+    async fn ended_early(
+        &self,
+        s: &mut Session,
+        transfer: Transfer,
+        writer: &RangeWriter,
+        path: &str,
+        expect: &Probe,
+    ) -> Result<FetchOutcome, ErrorKind> {
+        let at = writer.offset();
+        let expected = writer.bound().hi();
+        let code = match tokio::time::timeout(self.options.stop_timeout, transfer.finish()).await {
+            Ok(Ok(())) => Some(226),
+            _ => None,
+        };
+        if writer.remaining() == 0 {
+            // Meanwhile the bound was lowered (or the fetch cancelled) to where the data
+            // ended: nothing the fetch still owes is missing. (The session is not reused.)
+            return Ok(writer.outcome_at_bound());
+        }
+        let truncated = ErrorKind::Truncated { expected, got: at };
+        if code != Some(226) {
+            return Err(truncated);
+        }
+        // The server says it sent everything, yet the data ended early: either the file is
+        // shorter now, or the network cut the data connection (a proxy or middlebox can
+        // close it after the server finished writing). SIZE and MDTM tell which.
+        Err(match s.facts(path, self.options.reply_timeout).await {
+            Ok(f) => match check_same(expect, &f) {
+                Ok(()) => truncated,
+                Err(changed) => changed,
+            },
+            Err(_) => truncated,
+        })
+    }
+
+    /// Stops the server's transfer before the end of the file; the session goes back to the
+    /// pool when it stopped cleanly.
+    async fn stop_transfer(
+        &self,
+        mut s: Session,
+        transfer: Transfer,
+        writer: &RangeWriter,
+        slot: ConnId,
+    ) {
         let method = self.options.stop;
         let t0 = Instant::now();
-        match s.stop(transfer, method, stop_timeout).await {
+        match s.stop(transfer, method, self.options.stop_timeout).await {
             Ok(replies) => {
                 tracing::debug!(?method, ?replies, "transfer stopped");
                 let took = t0.elapsed();
@@ -530,14 +532,47 @@ impl FtpScheme {
                     replies,
                     took,
                 });
-                self.give_back(s, writer, req.slot);
+                self.give_back(s, writer, slot);
             }
             Err(e) => {
                 tracing::debug!(error = %e, "stopping failed; session dropped");
                 self.stats.stop_failed(method, t0.elapsed());
             }
         }
-        Ok(writer.outcome_at_bound())
+    }
+}
+
+/// After a range that ran to the probed end of the file (`size`, the data at `at`), the data
+/// must end there: more bytes after a `REST` past 0 mean the server ignored it, more after
+/// byte 0 a longer file; a failed read is a truncation.
+async fn expect_data_end(
+    transfer: &mut Transfer,
+    idle: Duration,
+    start: u64,
+    size: u64,
+    at: u64,
+) -> Result<(), ErrorKind> {
+    let mut one = [0u8; 1];
+    match tokio::time::timeout(idle, transfer.read(&mut one)).await {
+        Ok(Ok(0)) => Ok(()),
+        Ok(Ok(_)) if start > 0 => {
+            // More than remains after the offset asked for: the server most likely
+            // sent the file from byte 0 although it acknowledged REST.
+            Err(ErrorKind::Misplaced {
+                detail: format!(
+                    "acknowledged REST {start} but sent more than the {} bytes after \
+                     it (it ignores REST)",
+                    size - start
+                ),
+            })
+        }
+        Ok(Ok(_)) => Err(ErrorKind::ObjectChanged {
+            detail: format!("data continues past byte {size}, the probe's size"),
+        }),
+        Ok(Err(_)) | Err(_) => Err(ErrorKind::Truncated {
+            expected: size,
+            got: at,
+        }),
     }
 }
 
