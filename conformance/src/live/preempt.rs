@@ -169,12 +169,6 @@ pub(crate) async fn measure(
         next_id: 0,
     };
     let declared = sut.scheme.capabilities().preempt_cost_rtt;
-    let r = rtt.as_secs_f64();
-    let mut costs = Vec::new();
-    let mut baselines = Vec::new();
-    let mut stops = Vec::new();
-    let mut crossed = Vec::new();
-    let mut wastes = Vec::new();
     let slot = ConnId(0);
     let fail = |why: String| Outcome::fail(Check::PreemptCost, why);
     let (warm, _) = {
@@ -187,102 +181,20 @@ pub(crate) async fn measure(
             empty(declared, opts),
         ));
     }
+    let mut samples = Vec::new();
     for _ in 0..opts.preempt_reps.max(1) {
-        // A normal follow-up request on the warm slot.
-        let t = Instant::now();
-        let mut f = ctx.start(slot, ByteRange::new(size / 8, size / 8 + SMALL));
-        let b = match f.first_byte().await {
-            Ok((at, _)) => at - t,
-            Err(why) => return Ok((fail(format!("baseline: {why}")), empty(declared, opts))),
-        };
-        match f.end().await {
-            Ok((FetchOutcome::Completed, _)) => {}
-            Ok((o, _)) => {
-                return Ok((
-                    fail(format!("baseline fetch ended {o:?}")),
-                    empty(declared, opts),
-                ))
-            }
+        match repetition(&mut ctx, &rig, slot, size, rtt).await {
+            Ok(sample) => samples.push(sample),
             Err(why) => return Ok((fail(why), empty(declared, opts))),
         }
-        baselines.push(b.as_secs_f64() / r);
-
-        // The long range, shrunk once it is delivering.
-        let lo = size / 4;
-        let f = ctx.start(slot, ByteRange::new(lo, lo + size / 2));
-        let until = Instant::now() + WAIT;
-        while f.bound.claimed() < lo + SHRINK_AFTER && Instant::now() < until {
-            if f.task.is_finished() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        if f.bound.claimed() < lo + SHRINK_AFTER {
-            let why = match f.end().await {
-                Ok((o, _)) => format!("the long range ended before it delivered: {o:?}"),
-                Err(w) => w,
-            };
-            return Ok((fail(why), empty(declared, opts)));
-        }
-        let before = link_bytes(&rig);
-        let t0 = Instant::now();
-        f.bound.lower(0);
-        let (out, waste) = match f.end().await {
-            Ok(x) => x,
-            Err(why) => {
-                return Ok((
-                    fail(format!("after the shrink: {why}")),
-                    empty(declared, opts),
-                ))
-            }
-        };
-        let t1 = Instant::now();
-        wastes.push(waste);
-        if !matches!(out, FetchOutcome::Shrunk | FetchOutcome::Cancelled) {
-            return Ok((
-                fail(format!("a shrunk range ended {out:?}, not Shrunk")),
-                empty(declared, opts),
-            ));
-        }
-        // The next range on the same slot.
-        let mut g = ctx.start(slot, ByteRange::new(size - SMALL, size));
-        let t2 = match g.first_byte().await {
-            Ok((at, first)) => {
-                // Payload that crossed from the shrink to the next range's first byte, less
-                // that first chunk: what the shrunk range still cost on the wire.
-                crossed.push(link_bytes(&rig).saturating_sub(before + first));
-                at
-            }
-            Err(why) => {
-                return Ok((
-                    fail(format!("the range after the shrink: {why}")),
-                    empty(declared, opts),
-                ))
-            }
-        };
-        if let Err(why) = g.end().await {
-            return Ok((fail(why), empty(declared, opts)));
-        }
-        stops.push((t1 - t0).as_secs_f64() / r);
-        costs.push(((t2 - t0).as_secs_f64() - b.as_secs_f64()) / r);
     }
-    let measured = median(&costs);
-    let cost = PreemptCost {
-        declared_rtt: declared,
-        measured_rtt: measured,
-        samples_rtt: costs.clone(),
-        rtt_ms: rtt.as_secs_f64() * 1000.0,
-        baseline_rtt: median(&baselines),
-        stop_rtt: median(&stops),
-        bytes_after_shrink: median_u64(&crossed),
-        waste_bytes: median_u64(&wastes),
-        tolerance_rtt: opts.preempt_tolerance_rtt,
-    };
+    let cost = summarise(&samples, declared, rtt, opts);
+    let measured = cost.measured_rtt;
     let outcome = if (measured - declared).abs() > opts.preempt_tolerance_rtt {
         fail(format!(
             "declared {declared:.2} RTT, measured {measured:.2} RTT (median of {}, RTT {:.0} ms; \
              off by more than {:.2} RTT)",
-            costs.len(),
+            cost.samples_rtt.len(),
             cost.rtt_ms,
             opts.preempt_tolerance_rtt
         ))
@@ -290,6 +202,111 @@ pub(crate) async fn measure(
         Outcome::Pass
     };
     Ok((outcome, cost))
+}
+
+/// What one repetition measured.
+struct Sample {
+    /// A follow-up request's time to first byte on the warm slot, round trips.
+    baseline: f64,
+    /// From the shrink to the shrunk fetch's return, round trips.
+    stop: f64,
+    /// From the shrink to the next range's first byte, less `baseline`, round trips.
+    cost: f64,
+    /// Payload that crossed from the shrink to the next range's first byte, less that first
+    /// chunk.
+    crossed: u64,
+    /// Waste the shrunk fetch reported.
+    waste: u64,
+}
+
+/// The medians of `samples`, against the scheme's `declared` cost.
+fn summarise(samples: &[Sample], declared: f64, rtt: Duration, opts: &SuiteOptions) -> PreemptCost {
+    let costs: Vec<f64> = samples.iter().map(|s| s.cost).collect();
+    let of = |f: fn(&Sample) -> f64| median(&samples.iter().map(f).collect::<Vec<_>>());
+    let of_u64 = |f: fn(&Sample) -> u64| median_u64(&samples.iter().map(f).collect::<Vec<_>>());
+    PreemptCost {
+        declared_rtt: declared,
+        measured_rtt: median(&costs),
+        samples_rtt: costs,
+        rtt_ms: rtt.as_secs_f64() * 1000.0,
+        baseline_rtt: of(|s| s.baseline),
+        stop_rtt: of(|s| s.stop),
+        bytes_after_shrink: of_u64(|s| s.crossed),
+        waste_bytes: of_u64(|s| s.waste),
+        tolerance_rtt: opts.preempt_tolerance_rtt,
+    }
+}
+
+/// One repetition on the warm `slot`: a normal follow-up request, then a long range shrunk
+/// once it delivers, then the next range on the same slot. Why it failed otherwise.
+async fn repetition(
+    ctx: &mut Ctx,
+    rig: &Rig,
+    slot: ConnId,
+    size: u64,
+    rtt: Duration,
+) -> Result<Sample, String> {
+    let r = rtt.as_secs_f64();
+    let b = follow_up(ctx, slot, size).await?;
+    // The long range, shrunk once it is delivering.
+    let lo = size / 4;
+    let f = ctx.start(slot, ByteRange::new(lo, lo + size / 2));
+    let until = Instant::now() + WAIT;
+    while f.bound.claimed() < lo + SHRINK_AFTER && Instant::now() < until {
+        if f.task.is_finished() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    if f.bound.claimed() < lo + SHRINK_AFTER {
+        return Err(match f.end().await {
+            Ok((o, _)) => format!("the long range ended before it delivered: {o:?}"),
+            Err(w) => w,
+        });
+    }
+    let before = link_bytes(rig);
+    let t0 = Instant::now();
+    f.bound.lower(0);
+    let (out, waste) = f
+        .end()
+        .await
+        .map_err(|why| format!("after the shrink: {why}"))?;
+    let t1 = Instant::now();
+    if !matches!(out, FetchOutcome::Shrunk | FetchOutcome::Cancelled) {
+        return Err(format!("a shrunk range ended {out:?}, not Shrunk"));
+    }
+    // The next range on the same slot.
+    let mut g = ctx.start(slot, ByteRange::new(size - SMALL, size));
+    let (t2, first) = g
+        .first_byte()
+        .await
+        .map_err(|why| format!("the range after the shrink: {why}"))?;
+    // Payload that crossed from the shrink to the next range's first byte, less that first
+    // chunk: what the shrunk range still cost on the wire.
+    let crossed = link_bytes(rig).saturating_sub(before + first);
+    g.end().await?;
+    Ok(Sample {
+        baseline: b.as_secs_f64() / r,
+        stop: (t1 - t0).as_secs_f64() / r,
+        cost: ((t2 - t0).as_secs_f64() - b.as_secs_f64()) / r,
+        crossed,
+        waste,
+    })
+}
+
+/// A normal follow-up request on the warm `slot`: its time to first byte.
+async fn follow_up(ctx: &mut Ctx, slot: ConnId, size: u64) -> Result<Duration, String> {
+    let t = Instant::now();
+    let mut f = ctx.start(slot, ByteRange::new(size / 8, size / 8 + SMALL));
+    let b = match f.first_byte().await {
+        Ok((at, _)) => at - t,
+        Err(why) => return Err(format!("baseline: {why}")),
+    };
+    match f.end().await {
+        Ok((FetchOutcome::Completed, _)) => Ok(b),
+        Ok((o, _)) => Err(format!("baseline fetch ended {o:?}")),
+        Err(why) => Err(why),
+    }
 }
 
 fn link_bytes(rig: &Rig) -> u64 {
