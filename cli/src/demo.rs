@@ -10,7 +10,7 @@
 //! combined capacity needed to carry the object.
 
 use crate::exit::Exit;
-use crate::get::{transfer, Job};
+use crate::get::{transfer, Done, Job};
 use crate::schemes::{registry, NetOptions};
 use crate::ui::Ui;
 use clap::Args;
@@ -148,72 +148,13 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
     let mut known_hosts = String::new();
     let mut urls = Vec::new();
     for m in &mirrors {
-        let o = match m.proto {
-            Proto::Http => Running::Http(
-                hydra_scheme_http::origin::Origin::start(hydra_scheme_http::origin::OriginConfig {
-                    size,
-                    seed: args.seed,
-                    ..Default::default()
-                })
-                .await
-                .map_err(|e| internal(format!("cannot start the HTTP origin: {e}")))?,
-            ),
-            Proto::Ftp => Running::Ftp(
-                hydra_scheme_ftp::origin::Origin::start(hydra_scheme_ftp::origin::OriginConfig {
-                    size,
-                    seed: args.seed,
-                    ftps: None,
-                })
-                .await
-                .map_err(|e| internal(format!("cannot start the FTP origin: {e}")))?,
-            ),
-            Proto::Sftp => Running::Sftp(
-                hydra_scheme_sftp::origin::Origin::start(hydra_scheme_sftp::origin::OriginConfig {
-                    size,
-                    seed: args.seed,
-                    ..Default::default()
-                })
-                .await
-                .map_err(|e| internal(format!("cannot start the SFTP origin: {e}")))?,
-            ),
-        };
-        let mut link = Link::new(m.name, Rate(m.rate));
-        link.delay = Dur(Duration::from_millis(m.delay_ms));
-        link.slow_start = Dur(Duration::from_millis(80));
-        let mut cfg = ProxyConfig::new(o.addr().to_string(), link);
-        cfg.seed = args.seed;
-        cfg.ftp = m.proto == Proto::Ftp;
-        if let Some(at) = m.collapse_at {
-            cfg.events.push(Event {
-                link: m.name.to_owned(),
-                at_time: Some(Dur(at)),
-                at_progress: None,
-                at_bytes: None,
-                action: Action::Collapse {
-                    fraction: COLLAPSE_TO,
-                    target: Target::Link,
-                },
-            });
-        }
+        let o = start_origin(m.proto, size, args.seed).await?;
+        let cfg = proxy_config(m, o.addr(), args.seed);
         let p = Proxy::start(cfg)
             .await
             .map_err(|e| internal(format!("cannot start a faultnet link: {e}")))?;
         let at = p.local_addr();
-        urls.push(match &o {
-            Running::Http(_) => format!("http://{at}/demo.bin"),
-            Running::Ftp(_) => format!("ftp://{at}/{}", hydra_scheme_ftp::origin::OBJECT),
-            Running::Sftp(s) => {
-                // The client sees the link's port, so that is the port the key is known for.
-                let line = s.known_hosts_line().replacen(
-                    &format!("]:{} ", s.addr().port()),
-                    &format!("]:{} ", at.port()),
-                    1,
-                );
-                known_hosts.push_str(&line);
-                known_hosts.push('\n');
-                format!("sftp://{}:{}@{at}/demo.bin", s.user(), s.password())
-            }
-        });
+        urls.push(url_of(&o, at, &mut known_hosts));
         origins.push(o);
         proxies.push(p);
     }
@@ -290,8 +231,112 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
     })
     .await?;
     verify(&out, args.seed, size)?;
+    print_report(&done, &mirrors, &mirror_of, size);
+    let drawn = match (&args.timeline, &done.timeline) {
+        (Some(path), Some(t)) => {
+            let shown = args
+                .timeline_seconds
+                .map_or_else(|| t.clone(), |s| t.until(s));
+            crate::timeline::write(&shown, path).map_err(|m| (Exit::Disk, m))
+        }
+        _ => Ok(()),
+    };
+    for p in proxies {
+        p.shutdown().await;
+    }
+    drop(origins);
+    if args.keep.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        let _ = std::fs::remove_file(dir.join("known_hosts"));
+        let _ = std::fs::remove_dir(&dir);
+    }
+    drawn
+}
+
+/// Starts the origin of `proto` serving `size` bytes generated from `seed`.
+async fn start_origin(proto: Proto, size: u64, seed: u64) -> Result<Running, (Exit, String)> {
+    let internal = |e: String| (Exit::Internal, e);
+    Ok(match proto {
+        Proto::Http => Running::Http(
+            hydra_scheme_http::origin::Origin::start(hydra_scheme_http::origin::OriginConfig {
+                size,
+                seed,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| internal(format!("cannot start the HTTP origin: {e}")))?,
+        ),
+        Proto::Ftp => Running::Ftp(
+            hydra_scheme_ftp::origin::Origin::start(hydra_scheme_ftp::origin::OriginConfig {
+                size,
+                seed,
+                ftps: None,
+            })
+            .await
+            .map_err(|e| internal(format!("cannot start the FTP origin: {e}")))?,
+        ),
+        Proto::Sftp => Running::Sftp(
+            hydra_scheme_sftp::origin::Origin::start(hydra_scheme_sftp::origin::OriginConfig {
+                size,
+                seed,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| internal(format!("cannot start the SFTP origin: {e}")))?,
+        ),
+    })
+}
+
+/// The faultnet link in front of mirror `m`'s origin at `origin`: its rate, delay and slow
+/// start, and its collapse if it has one.
+fn proxy_config(m: &Mirror, origin: SocketAddr, seed: u64) -> ProxyConfig {
+    let mut link = Link::new(m.name, Rate(m.rate));
+    link.delay = Dur(Duration::from_millis(m.delay_ms));
+    link.slow_start = Dur(Duration::from_millis(80));
+    let mut cfg = ProxyConfig::new(origin.to_string(), link);
+    cfg.seed = seed;
+    cfg.ftp = m.proto == Proto::Ftp;
+    if let Some(at) = m.collapse_at {
+        cfg.events.push(Event {
+            link: m.name.to_owned(),
+            at_time: Some(Dur(at)),
+            at_progress: None,
+            at_bytes: None,
+            action: Action::Collapse {
+                fraction: COLLAPSE_TO,
+                target: Target::Link,
+            },
+        });
+    }
+    cfg
+}
+
+/// The URL of origin `o` through its link at `at`; an SFTP origin's host key goes into
+/// `known_hosts` under the link's port.
+fn url_of(o: &Running, at: SocketAddr, known_hosts: &mut String) -> String {
+    match o {
+        Running::Http(_) => format!("http://{at}/demo.bin"),
+        Running::Ftp(_) => format!("ftp://{at}/{}", hydra_scheme_ftp::origin::OBJECT),
+        Running::Sftp(s) => {
+            // The client sees the link's port, so that is the port the key is known for.
+            let line = s.known_hosts_line().replacen(
+                &format!("]:{} ", s.addr().port()),
+                &format!("]:{} ", at.port()),
+                1,
+            );
+            known_hosts.push_str(&line);
+            known_hosts.push('\n');
+            format!("sftp://{}:{}@{at}/demo.bin", s.user(), s.password())
+        }
+    }
+}
+
+/// Prints the verified transfer's time against the fluid oracle, its counters, and each
+/// mirror's share of the bytes.
+fn print_report(done: &Done, mirrors: &[Mirror], mirror_of: &BTreeMap<String, usize>, size: u64) {
     let report = &done.report;
-    let oracle = oracle(&mirrors, size);
+    let oracle = oracle(mirrors, size);
     eprintln!(
         "hydra demo: {} bytes verified byte for byte in {:.2} s — fluid oracle {:.2} s, ratio {:.3}",
         size,
@@ -318,26 +363,6 @@ async fn run(args: &DemoArgs) -> Result<(), (Exit, String)> {
             done.limit_reason(i)
         );
     }
-    let drawn = match (&args.timeline, &done.timeline) {
-        (Some(path), Some(t)) => {
-            let shown = args
-                .timeline_seconds
-                .map_or_else(|| t.clone(), |s| t.until(s));
-            crate::timeline::write(&shown, path).map_err(|m| (Exit::Disk, m))
-        }
-        _ => Ok(()),
-    };
-    for p in proxies {
-        p.shutdown().await;
-    }
-    drop(origins);
-    if args.keep.is_none() {
-        let _ = std::fs::remove_dir_all(&dir);
-    } else {
-        let _ = std::fs::remove_file(dir.join("known_hosts"));
-        let _ = std::fs::remove_dir(&dir);
-    }
-    drawn
 }
 
 fn verify(path: &std::path::Path, seed: u64, size: u64) -> Result<(), (Exit, String)> {
