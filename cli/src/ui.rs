@@ -8,7 +8,7 @@
 //! * **JSON** (`--json`): one event per line on stdout; the schema is in `docs/cli.md`.
 
 use hydra_core::{ConnId, FetchId, LimitReason, Notice, SourceId};
-use hydra_scheme::engine::EngineEvent;
+use hydra_scheme::engine::{EngineEvent, PieceFailure, Progress};
 use hydra_scheme::text::redact_userinfo;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
@@ -121,10 +121,7 @@ pub async fn run(
     size: u64,
     already: u64,
 ) -> Vec<Option<LimitReason>> {
-    let mut labels: Vec<String> = urls
-        .iter()
-        .map(|u| names.get(u).cloned().unwrap_or_else(|| u.clone()))
-        .collect();
+    let mut labels: Vec<String> = urls.iter().map(|u| label_of(&names, u)).collect();
     let mut seen: Vec<Option<LimitReason>> = vec![None; urls.len()];
     let mut bars = ui.bars.then(|| Bars::new(size, already));
     let mut live: BTreeSet<(usize, u16)> = BTreeSet::new();
@@ -142,67 +139,16 @@ pub async fn run(
                 let now: BTreeSet<(usize, u16)> =
                     p.fetches.iter().map(|f| (f.source, f.conn)).collect();
                 if ui.json {
-                    for &(s, c) in now.difference(&live) {
-                        emit(
-                            "conn_up",
-                            json!({"source": s, "conn": c, "url": urls.get(s)}),
-                        );
-                    }
-                    for &(s, c) in live.difference(&now) {
-                        emit("conn_down", json!({"source": s, "conn": c}));
-                    }
-                    let dt = (p.elapsed.saturating_sub(last_t)).as_secs_f64();
-                    let rate = if dt > 0.0 {
-                        p.done.saturating_sub(last_done) as f64 / dt
-                    } else {
-                        0.0
-                    };
-                    emit(
-                        "progress",
-                        json!({
-                            "elapsed_s": p.elapsed.as_secs_f64(),
-                            "done": p.done,
-                            "size": p.size,
-                            "rate": rate.round(),
-                            "connections": p.fetches.iter().map(|f| json!({
-                                "source": f.source, "conn": f.conn,
-                                "lo": f.range.lo, "hi": f.range.hi,
-                                "rate": f.rate.round(), "grade": f.grade,
-                            })).collect::<Vec<_>>(),
-                        }),
-                    );
+                    emit_progress(&p, &now, &live, &urls, last_done, last_t);
                 }
-                for (i, r) in p.limits.iter().enumerate() {
-                    if serving(r) > 0 {
-                        if let Some(slot) = seen.get_mut(i) {
-                            *slot = Some(*r);
-                        }
-                    }
-                }
+                note_serving(&mut seen, &p.limits);
                 last_done = p.done;
                 last_t = p.elapsed;
                 live = now;
                 if let Some(b) = &mut bars {
                     b.update(&p, &label);
                 } else if ui.lines && line_due(&mut last_line, p.elapsed) {
-                    let conns: Vec<String> = p
-                        .fetches
-                        .iter()
-                        .map(|f| {
-                            let g = if f.grade == "healthy" {
-                                String::new()
-                            } else {
-                                format!("({})", f.grade)
-                            };
-                            format!("{}:{:.1}MB/s{g}", short(&label(f.source)), f.rate / 1e6)
-                        })
-                        .collect();
-                    eprintln!(
-                        "  {:5.1}s {:5.1}%  {}",
-                        p.elapsed.as_secs_f64(),
-                        100.0 * p.done as f64 / p.size.max(1) as f64,
-                        conns.join(" ")
-                    );
+                    eprintln!("{}", progress_line(&p, &label));
                 }
             }
             EngineEvent::Notice(n) => {
@@ -231,10 +177,7 @@ pub async fn run(
                     labels.resize(source + 1, String::new());
                     seen.resize(source + 1, None);
                 }
-                labels[source] = names
-                    .get(&endpoint)
-                    .cloned()
-                    .unwrap_or_else(|| endpoint.clone());
+                labels[source] = label_of(&names, &endpoint);
                 urls[source] = endpoint;
             }
             EngineEvent::Dropped { source, why } => {
@@ -248,15 +191,10 @@ pub async fn run(
                 }
             }
             EngineEvent::PieceFailed(f) => {
-                let by: Vec<String> = f.sources.iter().map(|&s| label(s)).collect();
                 if ui.json {
-                    let urls: Vec<_> = f.sources.iter().map(|&s| urls.get(s)).collect();
-                    emit(
-                        "piece_failed",
-                        json!({"piece": f.index, "lo": f.range.lo, "hi": f.range.hi,
-                               "algorithm": f.algorithm, "sources": f.sources, "urls": urls}),
-                    );
+                    emit_piece_failed(&f, &urls);
                 } else if !ui.quiet {
+                    let by: Vec<String> = f.sources.iter().map(|&s| label(s)).collect();
                     let who = if by.is_empty() {
                         "kept bytes".to_owned()
                     } else {
@@ -292,6 +230,96 @@ pub async fn run(
         b.finish();
     }
     seen
+}
+
+/// The name people see for `url`: its name in `names`, or the URL itself.
+fn label_of(names: &BTreeMap<String, String>, url: &str) -> String {
+    names.get(url).cloned().unwrap_or_else(|| url.to_owned())
+}
+
+/// Keeps, for each source, the last limit reason it had while serving connections.
+fn note_serving(seen: &mut [Option<LimitReason>], limits: &[LimitReason]) {
+    for (i, r) in limits.iter().enumerate() {
+        if serving(r) > 0 {
+            if let Some(slot) = seen.get_mut(i) {
+                *slot = Some(*r);
+            }
+        }
+    }
+}
+
+/// The JSON events of one progress report: connections up and down since `live`, then the
+/// progress itself, its rate since the last report (`last_done` at `last_t`).
+fn emit_progress(
+    p: &Progress,
+    now: &BTreeSet<(usize, u16)>,
+    live: &BTreeSet<(usize, u16)>,
+    urls: &[String],
+    last_done: u64,
+    last_t: Duration,
+) {
+    for &(s, c) in now.difference(live) {
+        emit(
+            "conn_up",
+            json!({"source": s, "conn": c, "url": urls.get(s)}),
+        );
+    }
+    for &(s, c) in live.difference(now) {
+        emit("conn_down", json!({"source": s, "conn": c}));
+    }
+    let dt = (p.elapsed.saturating_sub(last_t)).as_secs_f64();
+    let rate = if dt > 0.0 {
+        p.done.saturating_sub(last_done) as f64 / dt
+    } else {
+        0.0
+    };
+    emit(
+        "progress",
+        json!({
+            "elapsed_s": p.elapsed.as_secs_f64(),
+            "done": p.done,
+            "size": p.size,
+            "rate": rate.round(),
+            "connections": p.fetches.iter().map(|f| json!({
+                "source": f.source, "conn": f.conn,
+                "lo": f.range.lo, "hi": f.range.hi,
+                "rate": f.rate.round(), "grade": f.grade,
+            })).collect::<Vec<_>>(),
+        }),
+    );
+}
+
+/// One `lines` progress line: time, percentage, and each connection's rate (and grade unless
+/// healthy).
+fn progress_line(p: &Progress, label: &dyn Fn(usize) -> String) -> String {
+    let conns: Vec<String> = p
+        .fetches
+        .iter()
+        .map(|f| {
+            let g = if f.grade == "healthy" {
+                String::new()
+            } else {
+                format!("({})", f.grade)
+            };
+            format!("{}:{:.1}MB/s{g}", short(&label(f.source)), f.rate / 1e6)
+        })
+        .collect();
+    format!(
+        "  {:5.1}s {:5.1}%  {}",
+        p.elapsed.as_secs_f64(),
+        100.0 * p.done as f64 / p.size.max(1) as f64,
+        conns.join(" ")
+    )
+}
+
+/// The JSON event of a piece that failed its check.
+fn emit_piece_failed(f: &PieceFailure, urls: &[String]) {
+    let urls: Vec<_> = f.sources.iter().map(|&s| urls.get(s)).collect();
+    emit(
+        "piece_failed",
+        json!({"piece": f.index, "lo": f.range.lo, "hi": f.range.hi,
+               "algorithm": f.algorithm, "sources": f.sources, "urls": urls}),
+    );
 }
 
 /// How often `lines` prints a progress line, however often progress comes (`--timeline` asks
