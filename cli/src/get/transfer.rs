@@ -4,19 +4,21 @@
 use super::probe::warn;
 use super::sources::{self, Ask, Chosen};
 use super::{limits, output, Done, Failure, Job};
-use crate::checksum::digest_file;
+use crate::checksum::{digest_file, Checksum};
 use crate::control::{control_path, Control, PartSink, RecordedSource, VERSION};
 use crate::exit::Exit;
-use crate::ui::{self, emit};
+use crate::ui::{self, emit, Ui};
 use hydra_scheme::Sink as _;
 use hydra_scheme::{
-    engine::{Engine, EngineError},
-    RangeSet,
+    engine::{Engine, EngineError, Probed},
+    FileSink, RangeSet,
 };
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 /// How the engine's run ended.
 enum Ended {
@@ -57,27 +59,7 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
         std::fs::create_dir_all(dir)
             .map_err(|e| (Exit::Disk, format!("cannot create {}: {e}", dir.display())))?;
     }
-    let mut previous = None;
-    if resume {
-        match (Control::load(&ctl_path), part.exists()) {
-            (Ok(c), true) if !c.sources.is_empty() => previous = Some(c),
-            (Err(e), true) if ctl_path.exists() => warn(
-                ui,
-                &ctl_path.display().to_string(),
-                &format!("unreadable control file ({e}); starting over"),
-            ),
-            // A complete FILE with no part file is -c's to check, not to start over.
-            _ if output.exists() => {}
-            _ => {
-                if !ui.quiet && !ui.json {
-                    eprintln!(
-                        "hydra: nothing to resume at {}; starting from the beginning",
-                        part.display()
-                    );
-                }
-            }
-        }
-    }
+    let previous = previous_run(resume, &ctl_path, &part, &output, ui);
 
     let Chosen {
         probed,
@@ -99,10 +81,6 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
     .await?;
     let size = probed.size;
 
-    // The part file and the control file.
-    let disk = |what: &str, p: &Path, e: std::io::Error| {
-        (Exit::Disk, format!("cannot {what} {}: {e}", p.display()))
-    };
     let finished = output::Finished {
         output: &output,
         part: &part,
@@ -111,72 +89,19 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
     if resume && finished.complete(&probed, checksum.as_ref()) {
         return Ok(finished.done(probed));
     }
-    output::refuse_links(&[&part, &ctl_path])?;
-    let mut control = Control {
-        version: VERSION,
-        size,
-        sources: Vec::new(),
-        written: Vec::new(),
-    };
-    let mut already = RangeSet::new();
-    let resuming = previous.as_ref().is_some_and(|p| p.size == size);
-    let opened = output::open_part(&part, &output, size, resuming)?;
-    if let Some(prev) = previous {
-        if opened.kept {
-            already = prev.written_set();
-            control.sources = prev.sources;
-        } else {
-            warn(
-                ui,
-                &part.display().to_string(),
-                "the partial file does not match its control file; starting over",
-            );
-        }
-    }
-    let file = opened.sink;
-    for s in &probed.sources {
-        let url = s.input.endpoint.to_string();
-        if control.source(&url).is_none() {
-            control.sources.push(RecordedSource::new(url, &s.probe));
-        }
-    }
-    control.set_written(&already);
-    control
-        .store(&ctl_path)
-        .map_err(|e| disk("write", &ctl_path, e))?;
+    let Started {
+        file,
+        control,
+        already,
+    } = start_part(&part, &output, &ctl_path, &probed, previous, ui)?;
     let already_bytes = already.len_bytes();
-    if ui.json && already_bytes > 0 {
-        emit(
-            "resume",
-            json!({"already": already_bytes, "missing": size - already_bytes}),
-        );
-    }
     let mut sink = PartSink::new(file, already.clone());
     if let Some(r) = limit_rate {
         sink = sink.with_limit(r);
     }
     let sink = Arc::new(sink);
 
-    // Checkpoints: every 500 ms, the written set, then fsync, then the control file.
-    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
-    let ck = {
-        let sink = sink.clone();
-        let control = control.clone();
-        let path = ctl_path.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-                    _ = stop_rx.changed() => break,
-                }
-                let (s, c, p) = (sink.clone(), control.clone(), path.clone());
-                let r = tokio::task::spawn_blocking(move || checkpoint(&s, c, &p)).await;
-                if let Ok(Err(e)) = r {
-                    tracing::warn!(error = %e, "checkpoint failed");
-                }
-            }
-        })
-    };
+    let (stop_tx, ck) = spawn_checkpoints(&sink, &control, &ctl_path);
 
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let urls: Vec<String> = probed
@@ -202,55 +127,17 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
     let _ = stop_tx.send(true);
     let _ = ck.await;
     let mut probed = probed;
-    let result = match result {
-        Ended::Engine(r) => match *r {
-            Ok(r) => Ok(r),
-            Err(e) => Err(Ended::Failed(e)),
-        },
-        other => Err(other),
-    };
-    let report = match result {
+    let report = match result.report() {
         Ok(r) => {
-            probed.sources.extend(r.joined.iter().cloned());
-            probed.dropped.extend(r.dropped.iter().cloned());
-            probed.dropped.extend(r.removed.iter().cloned());
+            adopt_joined(&mut probed, &r);
             r
         }
         Err(failed) => {
-            let (s, c, p) = (sink.clone(), control.clone(), ctl_path.clone());
-            let _ = tokio::task::spawn_blocking(move || checkpoint(&s, c, &p)).await;
-            let kept = format!(
-                "{} of {} bytes kept in {} (resume with -c)",
-                sink.written().len_bytes(),
-                size,
-                part.display()
-            );
-            return Err(match failed {
-                Ended::Failed(e) => classify(e),
-                Ended::Floor(why) => (Exit::AllFailed, format!("{why}; {kept}")),
-                _ => (Exit::Interrupted, format!("interrupted; {kept}")),
-            });
+            return Err(keep_partial(failed, &sink, &control, &ctl_path, &part, size).await);
         }
     };
     if let Some(c) = &checksum {
-        let got = digest_file(c.algo, &part).map_err(|e| disk("read", &part, e))?;
-        if got != c.hex {
-            let _ = std::fs::remove_file(&ctl_path);
-            let _ = std::fs::remove_file(&part);
-            return Err((
-                Exit::Checksum,
-                format!(
-                    "checksum mismatch: expected {c}, got {got} (from {}); nothing written to {}",
-                    probed
-                        .sources
-                        .iter()
-                        .map(|s| s.input.endpoint.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    output.display()
-                ),
-            ));
-        }
+        check_digest(c, &part, &ctl_path, &output, &probed)?;
     }
     output::move_into_place(sink.file(), &part, &output, no_clobber)?;
     let _ = std::fs::remove_file(&ctl_path);
@@ -263,6 +150,211 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
         limits_seen,
         timeline,
     })
+}
+
+/// The control file of the run `-c` resumes, when there is one to resume; says why not
+/// otherwise.
+fn previous_run(
+    resume: bool,
+    ctl_path: &Path,
+    part: &Path,
+    output: &Path,
+    ui: Ui,
+) -> Option<Control> {
+    if !resume {
+        return None;
+    }
+    match (Control::load(ctl_path), part.exists()) {
+        (Ok(c), true) if !c.sources.is_empty() => return Some(c),
+        (Err(e), true) if ctl_path.exists() => warn(
+            ui,
+            &ctl_path.display().to_string(),
+            &format!("unreadable control file ({e}); starting over"),
+        ),
+        // A complete FILE with no part file is -c's to check, not to start over.
+        _ if output.exists() => {}
+        _ => {
+            if !ui.quiet && !ui.json {
+                eprintln!(
+                    "hydra: nothing to resume at {}; starting from the beginning",
+                    part.display()
+                );
+            }
+        }
+    }
+    None
+}
+
+/// A part file ready for the engine: its sink, its control file (stored), and the bytes a
+/// resumed run already holds.
+struct Started {
+    file: FileSink,
+    control: Control,
+    already: RangeSet,
+}
+
+/// Opens the part file (kept when `previous` matches it) and stores its control file, which
+/// records every probed source; says in JSON what a resumed run already holds.
+fn start_part(
+    part: &Path,
+    output: &Path,
+    ctl_path: &Path,
+    probed: &Probed,
+    previous: Option<Control>,
+    ui: Ui,
+) -> Result<Started, Failure> {
+    let size = probed.size;
+    output::refuse_links(&[part, ctl_path])?;
+    let mut control = Control {
+        version: VERSION,
+        size,
+        sources: Vec::new(),
+        written: Vec::new(),
+    };
+    let mut already = RangeSet::new();
+    let resuming = previous.as_ref().is_some_and(|p| p.size == size);
+    let opened = output::open_part(part, output, size, resuming)?;
+    if let Some(prev) = previous {
+        if opened.kept {
+            already = prev.written_set();
+            control.sources = prev.sources;
+        } else {
+            warn(
+                ui,
+                &part.display().to_string(),
+                "the partial file does not match its control file; starting over",
+            );
+        }
+    }
+    for s in &probed.sources {
+        let url = s.input.endpoint.to_string();
+        if control.source(&url).is_none() {
+            control.sources.push(RecordedSource::new(url, &s.probe));
+        }
+    }
+    control.set_written(&already);
+    control
+        .store(ctl_path)
+        .map_err(|e| disk("write", ctl_path, e))?;
+    let already_bytes = already.len_bytes();
+    if ui.json && already_bytes > 0 {
+        emit(
+            "resume",
+            json!({"already": already_bytes, "missing": size - already_bytes}),
+        );
+    }
+    Ok(Started {
+        file: opened.sink,
+        control,
+        already,
+    })
+}
+
+impl Ended {
+    /// The engine's report when its run finished, or how the run ended otherwise.
+    fn report(self) -> Result<hydra_scheme::engine::Report, Ended> {
+        match self {
+            Ended::Engine(r) => match *r {
+                Ok(r) => Ok(r),
+                Err(e) => Err(Ended::Failed(e)),
+            },
+            other => Err(other),
+        }
+    }
+}
+
+/// Counts the sources that joined, and those dropped or removed, during the engine's run
+/// into `probed`.
+fn adopt_joined(probed: &mut Probed, r: &hydra_scheme::engine::Report) {
+    probed.sources.extend(r.joined.iter().cloned());
+    probed.dropped.extend(r.dropped.iter().cloned());
+    probed.dropped.extend(r.removed.iter().cloned());
+}
+
+/// A disk failure: cannot `what` the file at `p`.
+fn disk(what: &str, p: &Path, e: std::io::Error) -> Failure {
+    (Exit::Disk, format!("cannot {what} {}: {e}", p.display()))
+}
+
+/// Checkpoints every 500 ms until told to stop: the written set, then fsync, then the
+/// control file at `path`.
+fn spawn_checkpoints(
+    sink: &Arc<PartSink>,
+    control: &Control,
+    path: &Path,
+) -> (watch::Sender<bool>, JoinHandle<()>) {
+    let (stop_tx, mut stop_rx) = watch::channel(false);
+    let sink = sink.clone();
+    let control = control.clone();
+    let path = path.to_owned();
+    let ck = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                _ = stop_rx.changed() => break,
+            }
+            let (s, c, p) = (sink.clone(), control.clone(), path.clone());
+            let r = tokio::task::spawn_blocking(move || checkpoint(&s, c, &p)).await;
+            if let Ok(Err(e)) = r {
+                tracing::warn!(error = %e, "checkpoint failed");
+            }
+        }
+    });
+    (stop_tx, ck)
+}
+
+/// A run that did not finish: one last checkpoint, and the failure naming what was kept.
+async fn keep_partial(
+    failed: Ended,
+    sink: &Arc<PartSink>,
+    control: &Control,
+    ctl_path: &Path,
+    part: &Path,
+    size: u64,
+) -> Failure {
+    let (s, c, p) = (sink.clone(), control.clone(), ctl_path.to_owned());
+    let _ = tokio::task::spawn_blocking(move || checkpoint(&s, c, &p)).await;
+    let kept = format!(
+        "{} of {} bytes kept in {} (resume with -c)",
+        sink.written().len_bytes(),
+        size,
+        part.display()
+    );
+    match failed {
+        Ended::Failed(e) => classify(e),
+        Ended::Floor(why) => (Exit::AllFailed, format!("{why}; {kept}")),
+        _ => (Exit::Interrupted, format!("interrupted; {kept}")),
+    }
+}
+
+/// The part file's digest against `--checksum`; on a mismatch, the part and control files
+/// are removed and nothing is written to `output`.
+fn check_digest(
+    c: &Checksum,
+    part: &Path,
+    ctl_path: &Path,
+    output: &Path,
+    probed: &Probed,
+) -> Result<(), Failure> {
+    let got = digest_file(c.algo, part).map_err(|e| disk("read", part, e))?;
+    if got == c.hex {
+        return Ok(());
+    }
+    let _ = std::fs::remove_file(ctl_path);
+    let _ = std::fs::remove_file(part);
+    Err((
+        Exit::Checksum,
+        format!(
+            "checksum mismatch: expected {c}, got {got} (from {}); nothing written to {}",
+            probed
+                .sources
+                .iter()
+                .map(|s| s.input.endpoint.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            output.display()
+        ),
+    ))
 }
 
 /// One checkpoint: snapshot the written set, make it durable, then record it.
