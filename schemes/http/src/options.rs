@@ -14,7 +14,7 @@ use hydra_scheme::TlsOptions;
 /// | `first_byte_timeout` | 15 s (request sent → response head) |
 /// | `idle_read_timeout` | 20 s (between two body chunks) |
 /// | `max_redirects` | 10 |
-/// | `max_header_bytes` | 64 KiB (hyper's `max_buf_size`; minimum 8 KiB) |
+/// | `max_header_bytes` | 64 KiB (hyper's `max_header_size`; minimum 8 KiB) |
 /// | `pool_idle_timeout` | 60 s |
 /// | `max_idle_per_origin` | 16 |
 /// | `user_agent` | `hydra/<version>` |

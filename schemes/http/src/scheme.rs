@@ -86,6 +86,14 @@ struct Head {
 /// Largest body drained from a redirect or an error response so its connection can be reused.
 const DRAIN_LIMIT: usize = 64 * 1024;
 
+/// Largest socket read (hyper's adaptive read buffer grows to it while reads fill it): one
+/// body frame, so one positioned write and one engine event, per read. At 64 KiB a 1 GiB
+/// loopback download paid 24,000 context switches (the connection task and the fetch task
+/// waking each other per frame); at 256 KiB 14,000, at 512 KiB 6,300 but 1.6 MB more peak
+/// RSS (`perf stat -e context-switches`, docs/results/loopback.md). The response head has
+/// its own limit, [`HttpOptions::max_header_bytes`].
+const READ_BUF_MAX: usize = 256 * 1024;
+
 impl HttpScheme {
     /// Over TCP, directly or through the proxy `options.proxy` chooses per source (`http`
     /// and `https` sources may use different proxies).
@@ -247,7 +255,8 @@ impl HttpScheme {
                 }
             })?;
             hyper::client::conn::http1::Builder::new()
-                .max_buf_size(max_buf)
+                .max_header_size(max_buf)
+                .max_buf_size(READ_BUF_MAX.max(max_buf))
                 .handshake::<_, Empty<Bytes>>(TokioIo::new(io))
                 .await
                 .map_err(|e| map_hyper(e, max_buf))

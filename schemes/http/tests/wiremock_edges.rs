@@ -242,6 +242,23 @@ async fn a_response_head_over_the_limit_is_a_protocol_error() {
 }
 
 #[tokio::test]
+async fn the_default_head_limit_is_64_kib_whatever_the_body_read_size() {
+    let under = "x".repeat(60_000);
+    let s = serve(206, &[("X-Big", under.as_str())], b"").await;
+    let probed = bounded(scheme().probe(&Endpoint::parse(&url(&s)).unwrap())).await;
+    assert!(
+        !matches!(&probed, Err(e) if matches!(e.kind, ErrorKind::Protocol(_))),
+        "a 60 KB head is within the limit: {probed:?}"
+    );
+    let over = "x".repeat(100_000);
+    let s = serve(206, &[("X-Big", over.as_str())], b"").await;
+    let e = bounded(scheme().probe(&Endpoint::parse(&url(&s)).unwrap()))
+        .await
+        .unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Protocol(_)), "{e}");
+}
+
+#[tokio::test]
 async fn a_silent_server_times_out_on_the_first_byte() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
