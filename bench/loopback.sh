@@ -6,7 +6,7 @@
 # object byte for byte. Loopback only.
 #
 # Usage: bash bench/loopback.sh [SIZE_MIB] [REPS]     (default 1024 MiB, 3 repetitions)
-# Env:   HYDRA=path/to/hydra   measure another build (default: target/release/hydra, built)
+# Env:   HYDRA=path/to/hydra   measure another build (default: target/dist/hydra, built)
 #        LOOPBACK_DIR=DIR      where the object and outputs live (default: a dir in /dev/shm)
 # Installs nginx and time with apt-get when missing (needs root).
 set -euo pipefail
@@ -23,8 +23,8 @@ if [[ ! -x $nginx_bin || ! -x /usr/bin/time ]]; then
     nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 fi
 if [[ -z ${HYDRA:-} ]]; then
-    cargo build -q --release --locked -p hydra-cli
-    HYDRA=target/release/hydra
+    cargo build -q --profile dist --locked -p hydra-cli
+    HYDRA=target/dist/hydra
 fi
 
 base=${LOOPBACK_DIR:-/dev/shm}
