@@ -93,8 +93,12 @@ pub fn write_table(out: &mut impl Write, r: &Report) -> std::io::Result<()> {
     for f in &r.fit {
         writeln!(
             out,
-            "fit {:<10} excess exponent {:.3}, requests grow {:.2}x, largest mean excess {:.3} s",
-            f.arm, f.exponent, f.requests_growth, f.excess_max
+            "fit {:<10} excess exponent {}, requests grow {:.2}x, largest mean excess {:.3} s",
+            f.arm,
+            f.exponent
+                .map_or_else(|| "not measured".to_owned(), |e| format!("{e:.3}")),
+            f.requests_growth,
+            f.excess_max
         )?;
     }
     Ok(())

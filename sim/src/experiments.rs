@@ -38,8 +38,9 @@ pub const EXPERIMENTS: &[&str] = &["storm", "collapse", "sweep", "failure", "ope
 pub struct Fit {
     /// The arm.
     pub arm: &'static str,
-    /// Slope of ln(excess) against ln(oracle time).
-    pub exponent: f64,
+    /// Slope of ln(excess) against ln(oracle time); `None` when fewer than two sizes had an
+    /// excess, or all at one oracle time.
+    pub exponent: Option<f64>,
     /// Requests at the largest size over requests at the smallest.
     pub requests_growth: f64,
     /// Largest mean excess over the sweep, seconds.
@@ -207,15 +208,15 @@ pub fn adversary(sc: &Scenario, seed: u64, k: usize) -> Vec<Event> {
         .collect()
 }
 
-/// Least-squares slope of `y` on `x`.
-pub fn slope(xy: &[(f64, f64)]) -> f64 {
+/// Least-squares slope of `y` on `x`; `None` for fewer than two points or a single `x`.
+pub fn slope(xy: &[(f64, f64)]) -> Option<f64> {
     let n = xy.len() as f64;
     if n < 2.0 {
-        return f64::NAN;
+        return None;
     }
     let mx = xy.iter().map(|p| p.0).sum::<f64>() / n;
     let my = xy.iter().map(|p| p.1).sum::<f64>() / n;
     let sxy: f64 = xy.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
     let sxx: f64 = xy.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
-    sxy / sxx
+    (sxx > 0.0).then(|| sxy / sxx)
 }

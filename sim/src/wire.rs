@@ -34,7 +34,8 @@ struct Flow {
     link: usize,
     pos: u64,
     bound: u64,
-    first_byte_at: f64,
+    /// When its first byte arrived, seconds; `None` during setup.
+    first_byte_at: Option<f64>,
     weight: f64,
     noise: f64,
     collapse_cap: Option<f64>,
@@ -211,7 +212,7 @@ impl<'a> Sim<'a> {
             link,
             pos: range.lo,
             bound: range.hi,
-            first_byte_at: f64::NAN,
+            first_byte_at: None,
             weight,
             noise: 1.0,
             collapse_cap: None,
@@ -343,7 +344,7 @@ impl<'a> Sim<'a> {
             let f = &self.flows[i];
             let mut c = f64::INFINITY;
             if tau > 0.0 {
-                let age = (t - f.first_byte_at).max(0.0);
+                let age = f.first_byte_at.map_or(0.0, |at| (t - at).max(0.0));
                 c = nominal * (1.0 - (-age / tau).exp());
             }
             if let Some(cc) = f.collapse_cap {
@@ -387,7 +388,7 @@ impl<'a> Sim<'a> {
                 FlowState::Setup(at) if t >= at => {
                     let f = &mut self.flows[i];
                     f.state = FlowState::Delivering;
-                    f.first_byte_at = t;
+                    f.first_byte_at = Some(t);
                     let s = if f.new_conn {
                         Session::New
                     } else {

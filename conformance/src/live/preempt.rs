@@ -120,13 +120,14 @@ impl Sink for Discard {
     }
 }
 
-fn median(v: &[f64]) -> f64 {
+/// The median of `v`; `None` when it is empty.
+fn median(v: &[f64]) -> Option<f64> {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     match s.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => s[n / 2],
-        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+        0 => None,
+        n if n % 2 == 1 => Some(s[n / 2]),
+        n => Some((s[n / 2 - 1] + s[n / 2]) / 2.0),
     }
 }
 
@@ -189,7 +190,9 @@ pub(crate) async fn measure(
         }
     }
     let cost = summarise(&samples, declared, rtt, opts);
-    let measured = cost.measured_rtt;
+    let Some(measured) = cost.measured_rtt else {
+        return Ok((fail("no repetition was measured".to_owned()), cost));
+    };
     let outcome = if (measured - declared).abs() > opts.preempt_tolerance_rtt {
         fail(format!(
             "declared {declared:.2} RTT, measured {measured:.2} RTT (median of {}, RTT {:.0} ms; \
@@ -316,11 +319,11 @@ fn link_bytes(rig: &Rig) -> u64 {
 fn empty(declared: f64, opts: &SuiteOptions) -> PreemptCost {
     PreemptCost {
         declared_rtt: declared,
-        measured_rtt: f64::NAN,
+        measured_rtt: None,
         samples_rtt: Vec::new(),
         rtt_ms: opts.preempt_rtt.as_secs_f64() * 1000.0,
-        baseline_rtt: f64::NAN,
-        stop_rtt: f64::NAN,
+        baseline_rtt: None,
+        stop_rtt: None,
         bytes_after_shrink: 0,
         waste_bytes: 0,
         tolerance_rtt: opts.preempt_tolerance_rtt,

@@ -140,17 +140,18 @@ impl TrialResult {
 pub struct PreemptCost {
     /// What the scheme declares (`Capabilities::preempt_cost_rtt`).
     pub declared_rtt: f64,
-    /// Median of the repetitions, in round trips.
-    pub measured_rtt: f64,
+    /// Median of the repetitions, in round trips; `None` when no repetition completed.
+    pub measured_rtt: Option<f64>,
     /// Every repetition, in round trips.
     pub samples_rtt: Vec<f64>,
     /// The emulated round trip, milliseconds.
     pub rtt_ms: f64,
     /// Median time-to-first-byte of a normal follow-up request on a warm slot, in round trips
-    /// (subtracted from each sample).
-    pub baseline_rtt: f64,
-    /// Median time from the shrink to the fetch's return, in round trips.
-    pub stop_rtt: f64,
+    /// (subtracted from each sample); `None` when no repetition completed.
+    pub baseline_rtt: Option<f64>,
+    /// Median time from the shrink to the fetch's return, in round trips; `None` when no
+    /// repetition completed.
+    pub stop_rtt: Option<f64>,
     /// Median payload bytes the proxy delivered between the shrink and the next range's first
     /// byte (less that first chunk).
     pub bytes_after_shrink: u64,
@@ -278,14 +279,14 @@ impl SuiteReport {
             if let Some(p) = &s.preempt {
                 let _ = writeln!(
                     out,
-                    "  preempt cost: declared {:.2} RTT, measured {:.2} RTT (median of {}, RTT {:.0} ms, \
-                     stop {:.2} RTT, baseline {:.2} RTT, {} B after the shrink)",
+                    "  preempt cost: declared {:.2} RTT, measured {} (median of {}, RTT {:.0} ms, \
+                     stop {}, baseline {}, {} B after the shrink)",
                     p.declared_rtt,
-                    p.measured_rtt,
+                    rtts(p.measured_rtt),
                     p.samples_rtt.len(),
                     p.rtt_ms,
-                    p.stop_rtt,
-                    p.baseline_rtt,
+                    rtts(p.stop_rtt),
+                    rtts(p.baseline_rtt),
                     p.bytes_after_shrink
                 );
             }
@@ -412,6 +413,11 @@ fn xml(s: &str) -> String {
 /// Seconds of a duration, for reports.
 pub(crate) fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
+}
+
+/// A count of round trips as the report prints it, or "not measured".
+pub(crate) fn rtts(v: Option<f64>) -> String {
+    v.map_or_else(|| "not measured".to_owned(), |r| format!("{r:.2} RTT"))
 }
 
 #[cfg(test)]

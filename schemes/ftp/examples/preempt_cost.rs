@@ -118,7 +118,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             setups.push(setup);
         }
         println!(
-            "{:<10} mean   {:>9.2}  {:>10.2}   sessions dialled: {}",
+            "{:<10} mean   {:>9}  {:>10}   sessions dialled: {}",
             format!("{method:?}"),
             mean(&stops),
             mean(&setups),
@@ -133,10 +133,11 @@ fn data_down(p: &faultnet::live::ProxyHandle) -> u64 {
     p.stats().links.iter().map(|l| l.data_bytes_down).sum()
 }
 
-fn mean(v: &[f64]) -> f64 {
+/// The mean of `v` to two places, or `-` when nothing was measured.
+fn mean(v: &[f64]) -> String {
     if v.is_empty() {
-        f64::NAN
+        "-".to_owned()
     } else {
-        v.iter().sum::<f64>() / v.len() as f64
+        format!("{:.2}", v.iter().sum::<f64>() / v.len() as f64)
     }
 }

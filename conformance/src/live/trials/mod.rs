@@ -158,8 +158,9 @@ pub(crate) async fn run(
         "preempt_cost" => match preempt::measure(sut, opts).await {
             Ok((outcome, cost)) => {
                 let detail = format!(
-                    "declared {:.2} RTT, measured {:.2} RTT",
-                    cost.declared_rtt, cost.measured_rtt
+                    "declared {:.2} RTT, measured {}",
+                    cost.declared_rtt,
+                    crate::live::report::rtts(cost.measured_rtt)
                 );
                 report.preempt = Some(cost);
                 Ok((outcome, detail))
