@@ -1,4 +1,4 @@
-//! Runs the reference FTP origin (libunftp, `src/origin.rs`) as a standalone server on
+//! Runs the reference FTP origin (libunftp, `src/origin/unftp.rs`) as a standalone server on
 //! loopback, for benchmarks and for trying `hydra get` (or curl, lftp, aria2c…) by hand:
 //!
 //! `cargo run --release -p hydra-scheme-ftp --features origin --example serve-ftp -- SIZE [SEED] [PORT]`
