@@ -1,5 +1,6 @@
 //! Text on its way to a person: credentials taken out of URLs ([`redact_userinfo`]) and
-//! control characters escaped ([`sanitize`]); [`for_people`] does both.
+//! control characters escaped ([`sanitize`]); [`for_people`] does both. Text on its way in
+//! from a file: [`without_bom`].
 //!
 //! # Contract
 //!
@@ -8,8 +9,11 @@
 //!   becomes `***`. A password holding `/` or `?` (a URL the parser refused) is still covered;
 //!   an `@` in a path or query over-redacts, never under-redacts.
 //! * [`sanitize`]: every control character (C0, DEL, C1) and every bidirectional override or
-//!   isolate is replaced by its escape (`\x1b`, `\n`, `\u{202e}`), so server text can neither
-//!   move the cursor, colour the terminal, forge a line nor reorder what is shown.
+//!   isolate, every zero-width or invisible mark (`U+200B`–`U+200F`, `U+061C`, the byte order
+//!   mark `U+FEFF`) and the line and paragraph separators (`U+2028`, `U+2029`) is replaced by
+//!   its escape (`\x1b`, `\n`, `\u{202e}`), so server text can neither move the cursor,
+//!   colour the terminal, forge a line, reorder what is shown nor hide a character in it.
+//! * [`without_bom`]: a file's text without the UTF-8 byte order mark some editors put first.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -48,7 +52,17 @@ fn ends_token(c: char) -> bool {
 /// True for characters a terminal acts on or that reorder text: C0, DEL, C1, and Unicode's
 /// bidirectional embeddings, overrides and isolates.
 fn is_unsafe(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    c.is_control()
+        || matches!(
+            c,
+            '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{061c}'
+                | '\u{feff}'
+        )
 }
 
 /// `text` with every unsafe character escaped (see the module's contract).
@@ -77,6 +91,13 @@ pub fn sanitize(text: &str) -> Cow<'_, str> {
 /// `text` as it may be shown: URLs without user info, control characters escaped.
 pub fn for_people(text: &str) -> String {
     sanitize(&redact_userinfo(text)).into_owned()
+}
+
+/// `text`, a file's contents, without a leading UTF-8 byte order mark (`U+FEFF`, which
+/// Windows editors write first): list, checksum and credential files are read as if it were
+/// not there.
+pub fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
 #[cfg(test)]
@@ -127,5 +148,22 @@ mod tests {
             for_people("http://u:p@h/x: 530\x07 denied"),
             "http://***@h/x: 530\\x07 denied"
         );
+    }
+
+    #[test]
+    fn invisible_marks_and_line_separators_are_escaped() {
+        assert_eq!(
+            sanitize("\u{feff}http://h/x\u{200b}y\u{2028}z\u{061c}"),
+            "\\u{feff}http://h/x\\u{200b}y\\u{2028}z\\u{61c}"
+        );
+        assert_eq!(sanitize("zwj\u{200d}-free text"), "zwj\\u{200d}-free text");
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_is_dropped_and_nothing_else() {
+        assert_eq!(without_bom("\u{feff}http://h/x\n"), "http://h/x\n");
+        assert_eq!(without_bom("http://h/x\u{feff}"), "http://h/x\u{feff}");
+        assert_eq!(without_bom("\u{feff}\u{feff}x"), "\u{feff}x");
+        assert_eq!(without_bom(""), "");
     }
 }

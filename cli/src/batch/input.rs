@@ -8,6 +8,7 @@
 //!   and `blake3` are read too); any other aria2c option is ignored with one warning naming
 //!   its file and line;
 //! * lines starting with `#` are comments, blank lines are skipped.
+//! * lines may end in CRLF, and a UTF-8 byte order mark before the first line is ignored.
 //!
 //! The whole file is read before anything starts; the first problem is one [`InputError`]
 //! naming the file, the line and the problem. Gzip-compressed files (which aria2c reads)
@@ -55,7 +56,7 @@ pub struct InputError {
 /// Parses `text`, the contents of the input file called `file` in messages.
 pub fn parse(file: &str, text: &str) -> Result<Parsed, InputError> {
     let mut parsed = Parsed::default();
-    for (i, raw) in text.lines().enumerate() {
+    for (i, raw) in hydra_scheme::text::without_bom(text).lines().enumerate() {
         let line = i + 1;
         let err = |why: String| InputError {
             file: file.to_owned(),
@@ -161,6 +162,14 @@ mod tests {
         \n\
         sftp://c/z.bin\n  checksum=sha-256=\
         0000000000000000000000000000000000000000000000000000000000000000\n";
+
+    #[test]
+    fn a_byte_order_mark_and_crlf_line_ends_read_as_the_plain_file_does() {
+        let windows = format!("\u{feff}{}", GOOD.replace('\n', "\r\n"));
+        let (a, b) = (parse("l", GOOD).unwrap(), parse("l", &windows).unwrap());
+        assert_eq!(a.entries, b.entries);
+        assert_eq!(a.entries[0].uris[0], "http://a/x.bin");
+    }
 
     #[test]
     fn objects_take_their_mirrors_and_options_and_unknown_options_are_warned_by_line() {

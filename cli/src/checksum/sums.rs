@@ -32,7 +32,7 @@ pub(super) struct Malformed {
 /// Every entry of `text`; `algo` is the algorithm of GNU lines when known.
 pub(super) fn parse(text: &str, algo: Option<Algo>) -> Result<Vec<Entry>, Malformed> {
     let mut entries = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
+    for (i, raw) in hydra_scheme::text::without_bom(text).lines().enumerate() {
         let line = i + 1;
         let l = raw.strip_suffix('\r').unwrap_or(raw);
         if l.trim().is_empty() || l.trim_start().starts_with('#') {
@@ -190,6 +190,15 @@ mod tests {
         assert_eq!(e[0].checksum.algo, Algo::Sha256);
         assert_eq!(e[2].checksum.algo, Algo::Sha1);
         assert_eq!(e[2].checksum.hex, ABC1);
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_the_first_line_is_not_part_of_its_digest() {
+        let e = parse(&format!("\u{feff}{ABC256}  a.iso\r\n"), None).unwrap();
+        assert_eq!(
+            (e[0].name.as_str(), e[0].checksum.hex.as_str()),
+            ("a.iso", ABC256)
+        );
     }
 
     #[test]

@@ -173,7 +173,7 @@ fn quoted(s: &str) -> Option<(String, &str)> {
 /// Parses a `.netrc` (see the module doc).
 pub fn parse(text: &str) -> Result<Netrc, NetrcError> {
     let mut netrc = Netrc::default();
-    let mut it = words(text)?.into_iter();
+    let mut it = words(hydra_scheme::text::without_bom(text))?.into_iter();
     while let Some(w) = it.next() {
         let line = w.line;
         let key = keyword(&w).ok_or(NetrcError {
@@ -249,6 +249,12 @@ mod tests {
             n.find("c.example", None).unwrap().login.as_deref(),
             Some("anon")
         );
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_the_first_keyword_is_ignored() {
+        let n = parse("\u{feff}machine h login alice password pa\r\n").unwrap();
+        assert_eq!(n.find("h", None).unwrap().password.as_deref(), Some("pa"));
     }
 
     #[test]
