@@ -219,6 +219,12 @@ async fn mirrors_of_another_size_than_the_metalink_says_exit_6_and_leave_no_file
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(6), "{err}");
     assert!(!out.exists(), "no file at FILE");
+    for side in ["obj.bin.hydra-part", "obj.bin.hydra-part.json"] {
+        assert!(
+            !dir.path().join(side).exists(),
+            "{side} is left though nothing was written"
+        );
+    }
     assert!(
         err.contains(&format!(
             "the mirrors serve {SIZE} bytes; {} bytes were expected",

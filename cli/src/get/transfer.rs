@@ -303,7 +303,8 @@ fn spawn_checkpoints(
     (stop_tx, ck)
 }
 
-/// A run that did not finish: one last checkpoint, and the failure naming what was kept.
+/// A run that did not finish: one last checkpoint, and the failure naming what was kept. A
+/// part file that holds no byte is removed with its control file: there is nothing to resume.
 async fn keep_partial(
     failed: Ended,
     sink: &Arc<PartSink>,
@@ -312,14 +313,19 @@ async fn keep_partial(
     part: &Path,
     size: u64,
 ) -> Failure {
-    let (s, c, p) = (sink.clone(), control.clone(), ctl_path.to_owned());
-    let _ = tokio::task::spawn_blocking(move || checkpoint(&s, c, &p)).await;
-    let kept = format!(
-        "{} of {} bytes kept in {} (resume with -c)",
-        sink.written().len_bytes(),
-        size,
-        part.display()
-    );
+    let held = sink.written().len_bytes();
+    let kept = if held == 0 {
+        let _ = std::fs::remove_file(ctl_path);
+        let _ = std::fs::remove_file(part);
+        "nothing was written".to_owned()
+    } else {
+        let (s, c, p) = (sink.clone(), control.clone(), ctl_path.to_owned());
+        let _ = tokio::task::spawn_blocking(move || checkpoint(&s, c, &p)).await;
+        format!(
+            "{held} of {size} bytes kept in {} (resume with -c)",
+            part.display()
+        )
+    };
     match failed {
         Ended::Failed(e) => classify(e),
         Ended::Floor(why) => (Exit::AllFailed, format!("{why}; {kept}")),
