@@ -183,6 +183,27 @@ async fn an_existing_output_is_replaced_by_default_and_kept_with_no_clobber() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_output_that_is_a_directory_is_refused_before_anything_is_fetched() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = http_origin(SIZE, 7).await;
+    let out = dir.path().join("d");
+    std::fs::create_dir(&out).unwrap();
+    let o = hydra(&args(&["get", &h.url("/f.bin"), "-o", &path(&out)])).await;
+    assert_eq!(o.status.code(), Some(8), "{}", stderr(&o));
+    let err = one_line(&o);
+    assert!(
+        err.contains(&path(&out)) && err.contains("is a directory"),
+        "{err}"
+    );
+    assert_eq!(h.requests_served(), 0, "refused before fetching");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "no part file"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn continue_on_a_complete_output_fetches_nothing_and_exits_0() {
     let dir = tempfile::tempdir().unwrap();
     let h = http_origin(SIZE, 8).await;

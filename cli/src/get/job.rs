@@ -56,6 +56,9 @@ pub(super) fn job(args: &GetArgs, ui: Ui) -> Result<(Job, Option<Memory>), Failu
     if args.no_clobber {
         output::refuse_existing(&output)?;
     }
+    if !super::stream::wanted(args) {
+        output::refuse_directory(&output)?;
+    }
     let concurrency = match args.fixed_connections {
         Some(n) => Concurrency::Fixed(n.max(1)),
         None => Concurrency::Search { start: 1 },

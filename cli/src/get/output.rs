@@ -46,6 +46,9 @@ pub(super) enum OutputError {
     /// `--no-clobber` and the output exists.
     #[error("{}: exists; not replaced (--no-clobber)", .0.display())]
     Exists(PathBuf),
+    /// The output names a directory.
+    #[error("{}: is a directory; name a file with -o FILE, or put the file in it with -P DIR", .0.display())]
+    Directory(PathBuf),
     /// The part file at the path is no longer the file this run wrote.
     #[error("{}: was replaced while hydra wrote it; not moved into place", .0.display())]
     Replaced(PathBuf),
@@ -109,6 +112,15 @@ pub(super) fn refuse_existing(output: &Path) -> Result<(), OutputError> {
     match std::fs::symlink_metadata(output) {
         Ok(_) => Err(OutputError::Exists(output.to_path_buf())),
         Err(_) => Ok(()),
+    }
+}
+
+/// Refuses an output that is a directory (or a link to one) before anything is fetched: the
+/// download could never be moved into place.
+pub(super) fn refuse_directory(output: &Path) -> Result<(), OutputError> {
+    match std::fs::metadata(output) {
+        Ok(m) if m.is_dir() => Err(OutputError::Directory(output.to_path_buf())),
+        _ => Ok(()),
     }
 }
 
