@@ -264,10 +264,12 @@ async fn a_malformed_line_exits_2_naming_file_and_line_and_downloads_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_objects_writing_one_file_are_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
     let origin = http_origin(100_000, 3).await;
     let list = dir.path().join("list.txt");
+    // The same file as line 1's, spelled through `.` and `..`.
     let text = format!(
-        "{}\n\n{}\n  out=x.bin\n",
+        "{}\n\n{}\n  out=./sub/../x.bin\n",
         origin.url("/x.bin"),
         origin.url("/y.bin")
     );

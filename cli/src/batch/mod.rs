@@ -65,7 +65,7 @@ fn prepare(args: &GetArgs, ui: Ui) -> Result<Vec<run::Object>, (Exit, String)> {
             why,
         };
         let object = object(args, entry, ui).map_err(|(code, why)| (code, at(why).to_string()))?;
-        if let Some(other) = lines.insert(object.output.clone(), entry.line) {
+        if let Some(other) = lines.insert(one_file(&object.output), entry.line) {
             let why = format!(
                 "{} is also the output of line {other}",
                 object.output.display()
@@ -75,6 +75,19 @@ fn prepare(args: &GetArgs, ui: Ui) -> Result<Vec<run::Object>, (Exit, String)> {
         objects.push(object);
     }
     Ok(objects)
+}
+
+/// `output` as one name however it is spelled: its directory resolved (`.`, `..`, links)
+/// when it exists, else the path made absolute.
+fn one_file(output: &Path) -> PathBuf {
+    let parent = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    match (std::fs::canonicalize(parent), output.file_name()) {
+        (Ok(dir), Some(name)) => dir.join(name),
+        _ => std::path::absolute(output).unwrap_or_else(|_| output.to_path_buf()),
+    }
 }
 
 /// The input file's name for messages and its text.
