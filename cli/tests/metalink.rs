@@ -21,9 +21,22 @@ fn hex(b: &[u8]) -> String {
 /// An RFC 5854 document for `content` named `name`, with its mirrors in priority order and
 /// sha-256 piece hashes of `PIECE` bytes.
 fn meta4(name: &str, content: &[u8], mirrors: &[String]) -> String {
+    meta4_pieces(name, content, mirrors, "sha-256", |p| {
+        hex(&Sha256::digest(p))
+    })
+}
+
+/// [`meta4`] with piece hashes of type `kind`, each `digest` of its piece.
+fn meta4_pieces(
+    name: &str,
+    content: &[u8],
+    mirrors: &[String],
+    kind: &str,
+    digest: fn(&[u8]) -> String,
+) -> String {
     let pieces: String = content
         .chunks(PIECE as usize)
-        .map(|p| format!("      <hash>{}</hash>\n", hex(&Sha256::digest(p))))
+        .map(|p| format!("      <hash>{}</hash>\n", digest(p)))
         .collect();
     let urls: String = mirrors
         .iter()
@@ -39,7 +52,7 @@ fn meta4(name: &str, content: &[u8], mirrors: &[String]) -> String {
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
          <metalink xmlns=\"urn:ietf:params:xml:ns:metalink\">\n  <file name=\"{name}\">\n\
          \x20   <size>{}</size>\n    <hash type=\"sha-256\">{}</hash>\n\
-         \x20   <pieces length=\"{PIECE}\" type=\"sha-256\">\n{pieces}    </pieces>\n{urls}\
+         \x20   <pieces length=\"{PIECE}\" type=\"{kind}\">\n{pieces}    </pieces>\n{urls}\
          \x20 </file>\n</metalink>\n",
         content.len(),
         hex(&Sha256::digest(content)),
@@ -167,6 +180,51 @@ async fn a_mirror_that_corrupts_one_piece_in_four_costs_its_own_pieces_not_the_d
     assert!(
         liar_bytes > bad * PIECE,
         "the liar's pieces that passed are kept ({liar_bytes} bytes served, {bad} pieces failed)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sha1_piece_hashes_as_aria2c_writes_them_catch_a_corrupting_mirror() {
+    use sha1::Digest as _;
+    let honest = origin(Misbehaviour {
+        rate_limit: Some(1 << 20),
+        ..Misbehaviour::default()
+    })
+    .await;
+    let liar = origin(Misbehaviour {
+        corrupt_pieces: Some(CorruptPieces {
+            length: PIECE,
+            every: 4,
+        }),
+        ..Misbehaviour::default()
+    })
+    .await;
+    let want = object(SEED, SIZE);
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("obj.meta4");
+    let (h, l) = (honest.url("/object"), liar.url("/object"));
+    let text = meta4_pieces("obj.bin", &want, &[h, l.clone()], "sha-1", |p| {
+        hex(&sha1::Sha1::digest(p))
+    });
+    std::fs::write(&doc, text).unwrap();
+    let out = dir.path().join("obj.bin");
+    let o = hydra(&args(&[
+        "get",
+        &s(&doc),
+        "-P",
+        &s(dir.path()),
+        "--no-host-memory",
+    ]))
+    .await;
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(std::fs::read(&out).unwrap() == want, "byte-exact");
+    assert!(!err.contains("not checked"), "{err}");
+    assert!(
+        err.lines()
+            .any(|line| line.contains(&format!("mirror 2 ({l}): piece "))
+                && line.contains("failed sha-1")),
+        "a damaged piece is caught by its sha-1 and blamed on the liar: {err}"
     );
 }
 

@@ -1,39 +1,30 @@
 //! The size and piece hashes of a Metalink, as the engine's [`PieceCheck`].
+//!
+//! Pieces are checked with any algorithm `--checksum` knows ([`Algo`]): sha-1 pieces, what
+//! aria2c and MirrorBrain publish, included. A piece hash only has to tell a mirror's bad
+//! bytes from good ones (a mirror would need a second preimage to pass bad bytes); the
+//! strongest whole-file hash is still checked at the end.
 
 use super::parse::PieceList;
+use crate::checksum::{Algo, ALGOS};
 use hydra_scheme::engine::PieceCheck;
-use sha2::Digest;
 
-/// A piece hash algorithm hydra checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PieceAlgo {
-    Sha256,
-    Sha512,
+/// The IANA name of `algo` (`sha-256`), as Metalink documents and hydra's messages spell it.
+fn iana(algo: Algo) -> &'static str {
+    match algo {
+        Algo::Md5 => "md5",
+        Algo::Sha1 => "sha-1",
+        Algo::Sha256 => "sha-256",
+        Algo::Sha512 => "sha-512",
+        Algo::Blake3 => "blake3",
+    }
 }
 
-impl PieceAlgo {
-    fn parse(name: &str) -> Option<PieceAlgo> {
-        match name {
-            "sha256" => Some(PieceAlgo::Sha256),
-            "sha512" => Some(PieceAlgo::Sha512),
-            _ => None,
-        }
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            PieceAlgo::Sha256 => "sha-256",
-            PieceAlgo::Sha512 => "sha-512",
-        }
-    }
-
-    fn hex(self, bytes: &[u8]) -> String {
-        let digest: Vec<u8> = match self {
-            PieceAlgo::Sha256 => sha2::Sha256::digest(bytes).to_vec(),
-            PieceAlgo::Sha512 => sha2::Sha512::digest(bytes).to_vec(),
-        };
-        digest.iter().map(|b| format!("{b:02x}")).collect()
-    }
+/// The lower-case hex digest of `bytes`.
+fn hex(algo: Algo, bytes: &[u8]) -> String {
+    let mut h = algo.hasher();
+    h.update(bytes);
+    h.finish_hex()
 }
 
 /// The object's size and piece hashes, checked as the engine completes each piece.
@@ -41,7 +32,7 @@ impl PieceAlgo {
 pub struct PieceHashes {
     size: Option<u64>,
     length: u64,
-    algo: PieceAlgo,
+    algo: Algo,
     hashes: Vec<String>,
 }
 
@@ -51,20 +42,33 @@ impl PieceHashes {
         PieceHashes {
             size: Some(size),
             length: 0,
-            algo: PieceAlgo::Sha256,
+            algo: Algo::Sha256,
             hashes: Vec::new(),
         }
     }
 
     /// The check for `list` over an object of `size` bytes; why not, when the algorithm is not
-    /// one hydra checks or the hashes do not cover the object.
+    /// one hydra knows, a hash is not a digest of it, or the hashes do not cover the object.
     pub fn new(list: &PieceList, size: Option<u64>) -> Result<Self, String> {
-        let algo = PieceAlgo::parse(&list.algo).ok_or_else(|| {
+        let algo = Algo::parse(&list.algo).ok_or_else(|| {
             format!(
-                "piece hashes of type {} are not checked (hydra checks sha-256 and sha-512)",
+                "piece hashes of type {} are not checked (hydra checks {ALGOS})",
                 list.algo
             )
         })?;
+        if let Some((i, h)) = list
+            .hashes
+            .iter()
+            .enumerate()
+            .find(|(_, h)| h.len() != algo.hex_len())
+        {
+            return Err(format!(
+                "piece hash {i} is {} hex digits, not the {} of a {} digest; piece hashes not checked",
+                h.len(),
+                algo.hex_len(),
+                iana(algo)
+            ));
+        }
         if let Some(size) = size {
             let want = size.div_ceil(list.length);
             if want != list.hashes.len() as u64 {
@@ -94,7 +98,7 @@ impl PieceCheck for PieceHashes {
     }
 
     fn algorithm(&self) -> &str {
-        self.algo.label()
+        iana(self.algo)
     }
 
     fn matches(&self, index: u64, bytes: &[u8]) -> bool {
@@ -102,7 +106,7 @@ impl PieceCheck for PieceHashes {
             // Bytes past the last piece hashed: the object is longer than the Metalink says.
             return false;
         };
-        self.algo.hex(bytes) == *want
+        hex(self.algo, bytes) == *want
     }
 }
 
@@ -131,10 +135,27 @@ mod tests {
     }
 
     #[test]
-    fn hashes_that_do_not_cover_the_size_or_an_unknown_algorithm_are_refused() {
+    fn sha1_and_md5_pieces_as_aria2c_and_mirrorbrain_publish_them_are_checked() {
+        const ABC1: &str = "a9993e364706816aba3e25717850c26c9cd0d89d";
+        let p = PieceHashes::new(&list("sha1", &[ABC1]), Some(3)).unwrap();
+        assert!(p.matches(0, b"abc"));
+        assert!(!p.matches(0, b"abd"));
+        assert_eq!(p.algorithm(), "sha-1");
+        let m =
+            PieceHashes::new(&list("md5", &["900150983cd24fb0d6963f7d28e17f72"]), None).unwrap();
+        assert!(m.matches(0, b"abc") && !m.matches(0, b"abd"));
+    }
+
+    #[test]
+    fn hashes_that_do_not_cover_the_size_are_of_another_length_or_unknown_are_refused() {
         let short = PieceHashes::new(&list("sha256", &[ABC]), Some(6)).unwrap_err();
         assert!(short.contains("2 needed"), "{short}");
-        let sha1 = PieceHashes::new(&list("sha1", &[ABC]), None).unwrap_err();
-        assert!(sha1.contains("type sha1"), "{sha1}");
+        let long = PieceHashes::new(&list("sha1", &[ABC]), None).unwrap_err();
+        assert!(
+            long.contains("piece hash 0 is 64 hex digits, not the 40 of a sha-1"),
+            "{long}"
+        );
+        let tiger = PieceHashes::new(&list("tiger", &[ABC]), None).unwrap_err();
+        assert!(tiger.contains("type tiger"), "{tiger}");
     }
 }

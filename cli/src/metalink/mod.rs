@@ -3,8 +3,8 @@
 //!
 //! The first `<file>` is downloaded; further entries are named in a warning and not fetched.
 //! Mirrors are tried in rank order (RFC 5854 `priority`, 3.0 `preference`); the strongest
-//! whole-file hash hydra knows is checked as `--checksum` would be; `<pieces>` of sha-256 or
-//! sha-512 are checked piece by piece as the download runs (see
+//! whole-file hash hydra knows is checked as `--checksum` would be; the strongest `<pieces>`
+//! (sha-512, sha-256, sha-1 or md5) is checked piece by piece as the download runs (see
 //! [`hydra_scheme::engine::pieces`]).
 
 mod hashes;
@@ -18,7 +18,7 @@ use hydra_scheme::engine::PieceCheck;
 use std::io::Read;
 use std::sync::Arc;
 
-/// Whole-file hashes, strongest first, by their names in [`Hash::algo`].
+/// Hash algorithms, strongest first, by their names in [`Hash::algo`] and [`parse::PieceList::algo`].
 const STRENGTH: [&str; 4] = ["sha512", "sha256", "sha1", "md5"];
 
 /// Largest Metalink document read.
@@ -84,7 +84,13 @@ pub fn plan(doc: Metalink) -> Result<Plan, String> {
         return Err(format!("<file name=\"{name}\"> lists no <url>"));
     }
     let checksum = strongest(&file.hashes);
-    let hashed = file.pieces.as_ref().and_then(|list| {
+    // Of several <pieces> (one per algorithm), the strongest; else the first, whose unknown
+    // algorithm the warning names.
+    let list = STRENGTH
+        .iter()
+        .find_map(|a| file.pieces.iter().find(|p| p.algo == *a))
+        .or(file.pieces.first());
+    let hashed = list.and_then(|list| {
         PieceHashes::new(list, file.size)
             .map_err(|why| warnings.push(why))
             .ok()
@@ -147,7 +153,7 @@ mod tests {
                     hex: "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad".into(),
                 },
             ],
-            pieces: None,
+            pieces: Vec::new(),
             mirrors: vec![Mirror {
                 url: "http://a.example/abc".into(),
                 rank: 1,
@@ -169,6 +175,26 @@ mod tests {
         assert_eq!(p.name, "abc");
         assert_eq!(p.warnings.len(), 1);
         assert!(p.warnings[0].contains("def"), "{}", p.warnings[0]);
+    }
+
+    #[test]
+    fn of_several_piece_lists_the_strongest_known_one_is_checked() {
+        let list = |algo: &str, hex: &str| parse::PieceList {
+            length: 3,
+            algo: algo.into(),
+            hashes: vec![hex.into()],
+        };
+        let mut f = file("abc");
+        f.pieces = vec![
+            list("tiger", "00"),
+            list("md5", "900150983cd24fb0d6963f7d28e17f72"),
+            list("sha1", "a9993e364706816aba3e25717850c26c9cd0d89d"),
+        ];
+        let p = plan(Metalink { files: vec![f] }).unwrap();
+        let pieces = p.pieces.expect("pieces checked");
+        assert_eq!(pieces.algorithm(), "sha-1");
+        assert!(pieces.matches(0, b"abc"));
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
     }
 
     #[test]

@@ -24,8 +24,8 @@ pub struct MetaFile {
     pub size: Option<u64>,
     /// Whole-file hashes.
     pub hashes: Vec<Hash>,
-    /// Piece hashes, when given.
-    pub pieces: Option<PieceList>,
+    /// Piece hashes: one list per `<pieces>` element, in document order.
+    pub pieces: Vec<PieceList>,
     /// The mirrors, best first (RFC 5854 `priority` ascending, 3.0 `preference` descending;
     /// ties in document order).
     pub mirrors: Vec<Mirror>,
@@ -157,9 +157,8 @@ fn file(f: Node, v3: bool) -> Result<MetaFile, ParseError> {
     let pieces = holders
         .iter()
         .flat_map(|h| children(*h, "pieces"))
-        .next()
         .map(pieces)
-        .transpose()?;
+        .collect::<Result<Vec<_>, _>>()?;
     let url_holders: Vec<Node> = if v3 {
         children(f, "resources").collect()
     } else {
@@ -293,7 +292,7 @@ mod tests {
             ]
         );
         assert_eq!(f.mirrors[1].location.as_deref(), Some("de"));
-        let p = f.pieces.as_ref().unwrap();
+        let p = &f.pieces[0];
         assert_eq!(
             (p.length, p.algo.as_str(), p.hashes.len()),
             (4, "sha256", 3)
@@ -307,7 +306,7 @@ mod tests {
         assert_eq!(f.mirrors[0].url, "http://high.example/old.bin");
         assert_eq!(f.mirrors[0].location.as_deref(), Some("fr"));
         assert_eq!(f.hashes[0].algo, "md5");
-        assert_eq!(f.pieces.as_ref().unwrap().algo, "sha1");
+        assert_eq!(f.pieces[0].algo, "sha1");
     }
 
     #[test]
