@@ -229,6 +229,54 @@ async fn sha1_piece_hashes_as_aria2c_writes_them_catch_a_corrupting_mirror() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirrors_of_schemes_no_plugin_serves_are_skipped_with_one_warning() {
+    let a = origin(Misbehaviour::default()).await;
+    let want = object(SEED, SIZE);
+    let dir = tempfile::tempdir().unwrap();
+    let rsync = "rsync://mirror.example/pub/obj.bin".to_owned();
+    let doc = dir.path().join("mb.meta4");
+    std::fs::write(
+        &doc,
+        meta4("obj.bin", &want, &[rsync.clone(), a.url("/object")]),
+    )
+    .unwrap();
+    let o = hydra(&args(&[
+        "get",
+        &s(&doc),
+        "-P",
+        &s(dir.path()),
+        "--no-host-memory",
+    ]))
+    .await;
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(std::fs::read(dir.path().join("obj.bin")).unwrap() == want);
+    let warned: Vec<&str> = err.lines().filter(|l| l.contains(&rsync)).collect();
+    assert_eq!(warned.len(), 1, "{err}");
+    assert!(warned[0].contains("no plugin serves"), "{err}");
+
+    let only = dir.path().join("rsync.meta4");
+    std::fs::write(
+        &only,
+        meta4("other.bin", &want, std::slice::from_ref(&rsync)),
+    )
+    .unwrap();
+    let o = hydra(&args(&[
+        "get",
+        &s(&only),
+        "-P",
+        &s(dir.path()),
+        "--no-host-memory",
+    ]))
+    .await;
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("rsync.meta4") && err.contains(&rsync), "{err}");
+    assert!(!dir.path().join("other.bin").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn piece_hashes_that_no_mirror_matches_exit_6_and_leave_no_file() {
     let a = origin(Misbehaviour::default()).await;
     let other = object(SEED + 1, SIZE);

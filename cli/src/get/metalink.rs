@@ -30,10 +30,11 @@ pub(super) fn rewrite(args: &mut GetArgs, ui: Ui) -> Result<(), Failure> {
     let plan = metalink::load(path).map_err(|m| (Exit::Usage, m))?;
     if !ui.quiet {
         for w in &plan.warnings {
+            let w = hydra_scheme::text::for_people(w);
             eprintln!("hydra: warning: {path}: {w}");
         }
     }
-    args.urls = plan.urls;
+    args.urls = servable(plan.urls, args, path, ui)?;
     if args.output.is_none() {
         args.output = Some(plan.name.into());
     }
@@ -42,6 +43,32 @@ pub(super) fn rewrite(args: &mut GetArgs, ui: Ui) -> Result<(), Failure> {
     }
     args.pieces = plan.pieces;
     Ok(())
+}
+
+/// The Metalink's URLs that a registered plugin serves, in order. Those of other schemes
+/// (the `rsync://` mirrors MirrorBrain lists) are named in one warning; none left is a usage
+/// error naming the file. A URL that does not parse is kept, to be refused by name.
+fn servable(urls: Vec<String>, args: &GetArgs, path: &str, ui: Ui) -> Result<Vec<String>, Failure> {
+    let registry = crate::schemes::registry(&super::job::net_options(args)?)
+        .map_err(|e| (Exit::Internal, e))?;
+    let (kept, skipped): (Vec<String>, Vec<String>) = urls.into_iter().partition(|u| {
+        hydra_scheme::Endpoint::parse(u).map_or(true, |e| registry.for_endpoint(&e).is_some())
+    });
+    let named = || hydra_scheme::text::for_people(&skipped.join(", "));
+    if kept.is_empty() {
+        return Err((
+            Exit::Usage,
+            format!("{path}: no <url> of a scheme hydra serves ({})", named()),
+        ));
+    }
+    if !skipped.is_empty() && !ui.quiet {
+        eprintln!(
+            "hydra: warning: {path}: {} mirror(s) of schemes no plugin serves skipped: {}",
+            skipped.len(),
+            named()
+        );
+    }
+    Ok(kept)
 }
 
 /// Gives the engine the Metalink's checks, and names each mirror by its rank

@@ -164,9 +164,12 @@ fn file(f: Node, v3: bool) -> Result<MetaFile, ParseError> {
     } else {
         vec![f]
     };
+    // 3.0's <url type="bittorrent|magnet|ed2k"> names a document of another protocol (a
+    // .torrent, a magnet link), not a mirror of the bytes: skipped, as aria2c does.
     let mut mirrors = url_holders
         .iter()
         .flat_map(|h| children(*h, "url"))
+        .filter(|u| !(v3 && matches!(u.attribute("type"), Some("bittorrent" | "magnet" | "ed2k"))))
         .map(|u| mirror(u, v3))
         .collect::<Result<Vec<_>, _>>()?;
     mirrors.retain(|m| !m.url.is_empty());
@@ -268,6 +271,7 @@ mod tests {
       <resources>
         <url type="http" preference="10">http://low.example/old.bin</url>
         <url type="http" location="fr" preference="100">http://high.example/old.bin</url>
+        <url type="bittorrent" preference="100">http://high.example/old.bin.torrent</url>
       </resources>
     </file>
   </files>
@@ -300,10 +304,15 @@ mod tests {
     }
 
     #[test]
-    fn a_metalink_3_document_ranks_mirrors_by_preference() {
+    fn a_metalink_3_document_ranks_mirrors_by_preference_and_skips_torrents() {
         let m = parse(V3).unwrap();
         let f = &m.files[0];
-        assert_eq!(f.mirrors[0].url, "http://high.example/old.bin");
+        let urls: Vec<&str> = f.mirrors.iter().map(|m| m.url.as_str()).collect();
+        assert_eq!(
+            urls,
+            ["http://high.example/old.bin", "http://low.example/old.bin"],
+            "the .torrent is not a mirror"
+        );
         assert_eq!(f.mirrors[0].location.as_deref(), Some("fr"));
         assert_eq!(f.hashes[0].algo, "md5");
         assert_eq!(f.pieces[0].algo, "sha1");
