@@ -122,6 +122,36 @@ async fn a_bad_value_is_refused_by_the_option_own_rule() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_value_from_the_environment_is_refused_in_one_line_naming_the_variable() {
+    let home = tempfile::tempdir().unwrap();
+    let url = "http://127.0.0.1:9/x";
+    let o = with_env(&["get", url], home.path(), &[("HYDRA_PER_HOST", "abc")]).await;
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("hydra: HYDRA_PER_HOST=\"abc\": ") && err.contains("--per-host"),
+        "{err}"
+    );
+    // No colon: not a header; its value may be a token and is never echoed.
+    let o = with_env(
+        &["get", url],
+        home.path(),
+        &[("HYDRA_HEADER", "Authorization Bearer s3cret")],
+    )
+    .await;
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("hydra: HYDRA_HEADER: "), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+    let o = with_env(&["get", url, "--per-host", "x"], home.path(), &[]).await;
+    assert!(
+        !stderr(&o).contains("HYDRA_"),
+        "the command line is named as clap names it"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_that_is_not_toml_is_refused_in_one_line() {
     refused("per-host = \n", &[":1:"]).await;
 }
