@@ -73,9 +73,14 @@ fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_mirror_that_corrupts_one_piece_in_four_costs_its_own_pieces_not_the_download() {
-    // The honest mirror is slow, so the lying one serves most pieces and some damaged ones.
+/// `hydra get DOC -P DIR` with no host memory.
+async fn get_into(doc: &Path, dir: &Path) -> std::process::Output {
+    hydra(&args(&["get", &s(doc), "-P", &s(dir), "--no-host-memory"])).await
+}
+
+/// A slow honest mirror and a fast one that corrupts one piece in four: the liar serves most
+/// pieces, some of them damaged.
+async fn honest_and_liar() -> (Origin, Origin) {
     let honest = origin(Misbehaviour {
         rate_limit: Some(1 << 20),
         ..Misbehaviour::default()
@@ -89,6 +94,12 @@ async fn a_mirror_that_corrupts_one_piece_in_four_costs_its_own_pieces_not_the_d
         ..Misbehaviour::default()
     })
     .await;
+    (honest, liar)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_that_corrupts_one_piece_in_four_costs_its_own_pieces_not_the_download() {
+    let (honest, liar) = honest_and_liar().await;
     let want = object(SEED, SIZE);
     let dir = tempfile::tempdir().unwrap();
     let doc = dir.path().join("obj.meta4");
@@ -186,19 +197,7 @@ async fn a_mirror_that_corrupts_one_piece_in_four_costs_its_own_pieces_not_the_d
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sha1_piece_hashes_as_aria2c_writes_them_catch_a_corrupting_mirror() {
     use sha1::Digest as _;
-    let honest = origin(Misbehaviour {
-        rate_limit: Some(1 << 20),
-        ..Misbehaviour::default()
-    })
-    .await;
-    let liar = origin(Misbehaviour {
-        corrupt_pieces: Some(CorruptPieces {
-            length: PIECE,
-            every: 4,
-        }),
-        ..Misbehaviour::default()
-    })
-    .await;
+    let (honest, liar) = honest_and_liar().await;
     let want = object(SEED, SIZE);
     let dir = tempfile::tempdir().unwrap();
     let doc = dir.path().join("obj.meta4");
@@ -208,14 +207,7 @@ async fn sha1_piece_hashes_as_aria2c_writes_them_catch_a_corrupting_mirror() {
     });
     std::fs::write(&doc, text).unwrap();
     let out = dir.path().join("obj.bin");
-    let o = hydra(&args(&[
-        "get",
-        &s(&doc),
-        "-P",
-        &s(dir.path()),
-        "--no-host-memory",
-    ]))
-    .await;
+    let o = get_into(&doc, dir.path()).await;
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(std::fs::read(&out).unwrap() == want, "byte-exact");
@@ -240,14 +232,7 @@ async fn mirrors_of_schemes_no_plugin_serves_are_skipped_with_one_warning() {
         meta4("obj.bin", &want, &[rsync.clone(), a.url("/object")]),
     )
     .unwrap();
-    let o = hydra(&args(&[
-        "get",
-        &s(&doc),
-        "-P",
-        &s(dir.path()),
-        "--no-host-memory",
-    ]))
-    .await;
+    let o = get_into(&doc, dir.path()).await;
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(std::fs::read(dir.path().join("obj.bin")).unwrap() == want);
@@ -261,14 +246,7 @@ async fn mirrors_of_schemes_no_plugin_serves_are_skipped_with_one_warning() {
         meta4("other.bin", &want, std::slice::from_ref(&rsync)),
     )
     .unwrap();
-    let o = hydra(&args(&[
-        "get",
-        &s(&only),
-        "-P",
-        &s(dir.path()),
-        "--no-host-memory",
-    ]))
-    .await;
+    let o = get_into(&only, dir.path()).await;
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
