@@ -111,6 +111,13 @@ pub fn main_with(plugins: Plugins) -> ExitCode {
 /// naming the variable and the cause (clap's own message names only the option), exit 2.
 /// A `--header` value is not echoed (it may be a token).
 fn from_environment(e: &clap::Error, argv: &[std::ffi::OsString]) -> Option<ExitCode> {
+    use clap::error::ErrorKind;
+    if !matches!(
+        e.kind(),
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation
+    ) {
+        return None;
+    }
     let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
         return None;
     };
