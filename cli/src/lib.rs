@@ -82,7 +82,13 @@ pub fn main_with(plugins: Plugins) -> ExitCode {
     };
     let cli = match Cli::try_parse_from(&argv) {
         Ok(cli) => cli,
-        Err(e) => return from_environment(&e, &argv).unwrap_or_else(|| usage_error(e)),
+        Err(e) => match config::env::bad_value(&Cli::command(), &e, &argv) {
+            Some(line) => {
+                eprintln!("hydra: {line}");
+                return ExitCode::from(2);
+            }
+            None => return usage_error(e),
+        },
     };
     logs::init(matches!(&cli.command, Command::Get(a) if a.quiet));
     let runtime = || {
@@ -105,51 +111,6 @@ pub fn main_with(plugins: Plugins) -> ExitCode {
             ExitCode::SUCCESS
         }
     }
-}
-
-/// A bad value that came from a `HYDRA_*` variable rather than the command line: one line
-/// naming the variable and the cause (clap's own message names only the option), exit 2.
-/// A `--header` value is not echoed (it may be a token).
-fn from_environment(e: &clap::Error, argv: &[std::ffi::OsString]) -> Option<ExitCode> {
-    use clap::error::ErrorKind;
-    if !matches!(
-        e.kind(),
-        ErrorKind::InvalidValue | ErrorKind::ValueValidation
-    ) {
-        return None;
-    }
-    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
-        return None;
-    };
-    let long = arg.split_whitespace().next()?.strip_prefix("--")?;
-    let flag = format!("--{long}");
-    let on_line = argv.iter().any(|a| {
-        a.to_str()
-            .is_some_and(|a| a == flag || a.starts_with(&format!("{flag}=")))
-    });
-    if on_line {
-        return None;
-    }
-    let var = Cli::command()
-        .get_subcommands()
-        .flat_map(|s| s.get_arguments())
-        .filter(|a| a.get_long() == Some(long))
-        .find_map(|a| a.get_env())?
-        .to_string_lossy()
-        .into_owned();
-    let value = std::env::var_os(&var)?;
-    let shown = if long == "header" {
-        String::new()
-    } else {
-        format!("={:?}", value.to_string_lossy())
-    };
-    let cause = std::error::Error::source(e).map_or_else(
-        || format!("not a valid value for {flag}"),
-        |c| c.to_string(),
-    );
-    let line = format!("{var}{shown}: {cause} (it sets {flag})");
-    eprintln!("hydra: {}", hydra_scheme::text::for_people(&line));
-    Some(ExitCode::from(2))
 }
 
 /// Prints clap's error (or help, or version) and exits as clap would, with the user info of

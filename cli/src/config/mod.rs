@@ -10,6 +10,7 @@
 //! as the option is; every setting is checked first, and a bad one is one error naming the
 //! file, line and key (exit 2).
 
+pub mod env;
 mod file;
 mod print;
 
