@@ -7,11 +7,12 @@ use std::time::Duration;
 /// How many connections each source gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Concurrency {
-    /// Start each source at `start` connections and admit one more at a time while aggregate
-    /// goodput rises by at least [`SearchPolicy::accept_fraction`] of what the connection-count
-    /// ratio promises. The default, with `start = 1`.
+    /// Start each source at `start` connections (at [`SearchPolicy::start_with_mirrors`] when
+    /// the transfer has more than one source) and admit more while aggregate goodput rises by
+    /// at least [`SearchPolicy::accept_fraction`] of what the connection-count ratio promises.
+    /// The default, with `start = 1`.
     Search {
-        /// Connections per source at the start.
+        /// Connections a lone source opens at the start.
         start: usize,
     },
     /// Exactly this many connections per source (capped by the ceilings). For experiments and
@@ -102,6 +103,13 @@ pub struct SearchPolicy {
     /// whole window from there, as without this option. The first level (which has nothing
     /// to be compared with) always settles and is measured over the whole window.
     pub decide_at_half: bool,
+    /// The connections each source opens before anything is measured when the transfer has
+    /// more than one source ([`Concurrency::Search`]'s `start` is a lone source's). With
+    /// several sources no probe continues as a first fetch, so every source's first request
+    /// waits on its probe anyway and a second session, opened while the probe is out, starts
+    /// with the first; and the opening split over two connections per source is half as
+    /// large per fetch where its equal priors are wrong. Default 2.
+    pub start_with_mirrors: usize,
 }
 
 impl Default for SearchPolicy {
@@ -115,6 +123,7 @@ impl Default for SearchPolicy {
             measure_setups: 1.5,
             ramp_tolerance: 0.15,
             decide_at_half: true,
+            start_with_mirrors: 1,
         }
     }
 }
@@ -153,19 +162,28 @@ pub struct Config {
 
 impl Config {
     /// The connections a source opens at once when its transfer starts, before anything is
-    /// measured: the fixed count, or the count remembered from an earlier search (climbing on
-    /// from it when every level up to it paid), or the search's start; within the per-host and
-    /// total ceilings. A source's own ceilings (its scheme's, or one for an object without
-    /// ranges) may lower it further.
-    pub fn opening_level(&self, remembered: Option<&Remembered>) -> usize {
+    /// measured, in a transfer from `sources` sources: the fixed count, or the count
+    /// remembered from an earlier search (climbing on from it when every level up to it
+    /// paid), or the search's start (a lone source's `start`, else
+    /// [`SearchPolicy::start_with_mirrors`]); within the per-host and total ceilings. A
+    /// source's own ceilings (its scheme's, or one for an object without ranges) may lower it
+    /// further.
+    pub fn opening_level(&self, remembered: Option<&Remembered>, sources: usize) -> usize {
         let ceiling = self.per_host.max(1).min(self.total.max(1));
         let level = match self.concurrency {
             Concurrency::Fixed(n) => n,
-            Concurrency::Search { start } => match remembered {
-                Some(r) if r.at_ceiling => r.connections.max(start),
-                Some(r) => r.connections,
-                None => start,
-            },
+            Concurrency::Search { start } => {
+                let start = if sources > 1 {
+                    self.search.start_with_mirrors
+                } else {
+                    start
+                };
+                match remembered {
+                    Some(r) if r.at_ceiling => r.connections.max(start),
+                    Some(r) => r.connections,
+                    None => start,
+                }
+            }
         };
         level.clamp(1, ceiling)
     }

@@ -111,20 +111,27 @@ pub fn run_experiment(name: &str, opts: &ExperimentOptions) -> Option<Report> {
         }
         "opening" => {
             // A first download: the default search (its row's arm is `search`, n its start),
+            // the search opening two connections per mirror (`SearchPolicy::start_with_mirrors`),
             // then fixed counts.
-            let mut search = summarise(
-                Arm::Hydra,
-                1,
-                &many(&sc, seeds, |s| RunOptions {
-                    concurrency: Concurrency::Search { start: 1 },
-                    ..RunOptions::new(Arm::Hydra, 1, s)
-                }),
-            );
-            search.arm = "search";
-            rows.push(Row {
-                size: sc.object_size.0,
-                summary: search,
-            });
+            for start in [1usize, 2] {
+                let mut search = summarise(
+                    Arm::Hydra,
+                    start,
+                    &many(&sc, seeds, |s| {
+                        let mut o = RunOptions {
+                            concurrency: Concurrency::Search { start: 1 },
+                            ..RunOptions::new(Arm::Hydra, 1, s)
+                        };
+                        o.config.search.start_with_mirrors = start;
+                        o
+                    }),
+                );
+                search.arm = "search";
+                rows.push(Row {
+                    size: sc.object_size.0,
+                    summary: search,
+                });
+            }
             for n in [1usize, 2, 4] {
                 rows.push(fixed(Arm::Hydra, n));
             }

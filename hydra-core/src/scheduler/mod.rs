@@ -85,9 +85,10 @@ impl Scheduler {
         assert!(!sources.is_empty(), "a transfer needs at least one source");
         assert!(sources.len() <= usize::from(u16::MAX), "too many sources");
         let total = cfg.total.max(1);
+        let count = sources.len();
         let sources: Vec<Source> = sources
             .into_iter()
-            .map(|spec| Source::new(spec, &cfg))
+            .map(|spec| Source::new(spec, &cfg, count))
             .collect();
         let mut unassigned = RangeSet::with_capacity(64);
         unassigned.insert(ByteRange::new(0, size));
@@ -146,10 +147,11 @@ impl Scheduler {
             self.sources.len() < usize::from(u16::MAX),
             "too many sources"
         );
-        let mut s = Source::new(spec, &self.cfg);
+        self.joining = self.joining.saturating_sub(1);
+        let mut s = Source::new(spec, &self.cfg, self.sources.len() + 1 + self.joining);
         s.joining = self.started;
         self.sources.push(s);
-        self.joining = self.joining.saturating_sub(1);
+        self.reopen_all();
         let id = SourceId((self.sources.len() - 1) as u16);
         if let Some(Outcome::Failed(_)) = self.outcome {
             // Unreachable while `expect_sources` covers the joiner; otherwise it rescues a
@@ -165,6 +167,19 @@ impl Scheduler {
     /// new count when a probe fails, and with 0 once none is outstanding.
     pub fn expect_sources(&mut self, n: usize) {
         self.joining = n;
+        self.reopen_all();
+    }
+
+    /// Before the start, sets every source's opening for the sources now known, those
+    /// expected included ([`Config::opening_level`]).
+    fn reopen_all(&mut self) {
+        if self.started {
+            return;
+        }
+        let count = self.sources.len() + self.joining;
+        for s in &mut self.sources {
+            s.reopen(&self.cfg, count);
+        }
     }
 
     /// Advances the scheduler to `now` (which never goes backwards; an earlier value is treated

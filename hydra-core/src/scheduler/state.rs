@@ -167,19 +167,21 @@ pub(super) struct Source {
     pub(super) last_byte: Duration,
 }
 
-impl Source {
-    pub(super) fn new(spec: SourceSpec, cfg: &Config) -> Self {
-        let mut ceiling = cfg.per_host.max(1).min(cfg.total.max(1));
-        if let Some(m) = spec.caps.max_connections_per_host {
-            ceiling = ceiling.min(m.max(1));
-        }
-        if let Some(m) = spec.max_connections {
-            ceiling = ceiling.min(m.max(1));
-        }
-        if !spec.caps.ranged {
-            ceiling = 1;
-        }
-        let level = cfg.opening_level(spec.remembered.as_ref()).min(ceiling);
+/// Where a source's connection count starts: its level, and whether a search runs from it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Opening {
+    pub(super) level: usize,
+    pub(super) search: SearchState,
+    pub(super) limit: LimitReason,
+}
+
+impl Opening {
+    /// The opening of a source with `spec` and connection `ceiling` in a transfer from
+    /// `sources` sources.
+    pub(super) fn of(spec: &SourceSpec, cfg: &Config, ceiling: usize, sources: usize) -> Self {
+        let level = cfg
+            .opening_level(spec.remembered.as_ref(), sources)
+            .min(ceiling);
         let (search, limit) = match cfg.concurrency {
             Concurrency::Fixed(_) => (SearchState::Off, LimitReason::None),
             Concurrency::Search { .. } => match spec.remembered {
@@ -194,6 +196,47 @@ impl Source {
                 None => (SearchState::Settling, LimitReason::Measuring { level }),
             },
         };
+        Opening {
+            level,
+            search,
+            limit,
+        }
+    }
+}
+
+impl Source {
+    /// Opens again as a source of a transfer from `sources` sources: the count known before
+    /// the start changed (a source added, or an outstanding probe given up). Only before the
+    /// first tick, when nothing has been measured or asked.
+    pub(super) fn reopen(&mut self, cfg: &Config, sources: usize) {
+        let Opening {
+            level,
+            search,
+            limit,
+        } = Opening::of(&self.spec, cfg, self.ceiling, sources);
+        self.level = level;
+        self.search = search;
+        self.limit = limit;
+    }
+
+    /// A source of a transfer that starts from `sources` sources (see
+    /// [`Config::opening_level`]).
+    pub(super) fn new(spec: SourceSpec, cfg: &Config, sources: usize) -> Self {
+        let mut ceiling = cfg.per_host.max(1).min(cfg.total.max(1));
+        if let Some(m) = spec.caps.max_connections_per_host {
+            ceiling = ceiling.min(m.max(1));
+        }
+        if let Some(m) = spec.max_connections {
+            ceiling = ceiling.min(m.max(1));
+        }
+        if !spec.caps.ranged {
+            ceiling = 1;
+        }
+        let Opening {
+            level,
+            search,
+            limit,
+        } = Opening::of(&spec, cfg, ceiling, sources);
         let additivity = spec
             .remembered
             .filter(|_| matches!(cfg.concurrency, Concurrency::Search { .. }))

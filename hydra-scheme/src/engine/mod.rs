@@ -115,7 +115,7 @@ impl EngineOptions {
         let [only] = sources else {
             return false;
         };
-        self.prime_first_probe && self.config.opening_level(only.remembered.as_ref()) <= 1
+        self.prime_first_probe && self.config.opening_level(only.remembered.as_ref(), 1) <= 1
     }
 
     /// How long a closing check or a spot check may take: the probe timeout, within the

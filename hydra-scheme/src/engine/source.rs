@@ -43,13 +43,14 @@ impl SourceInput {
     }
 
     /// Starts opening, in the background, the sessions beyond the probe's that this source
-    /// will open at once under `config` ([`Config::opening_level`]: a fixed count, or one
-    /// remembered from an earlier search), each with [`Scheme::prepare`] bounded by
-    /// `timeout`, so that those fetches start with their request. A search with nothing
+    /// will open at once under `config` in a transfer from `sources` sources
+    /// ([`Config::opening_level`]: a fixed count, one remembered from an earlier search, or
+    /// the search's start), each with [`Scheme::prepare`] bounded by `timeout`, so that
+    /// those fetches start with their request. A lone source's search with nothing
     /// remembered opens nothing ahead. Drop the returned guard when the transfer starts: it
     /// aborts those still opening, so that none holds a session a fetch would then lack.
-    pub fn prepare(&self, config: &Config, timeout: Duration) -> Preparing {
-        let extra = config.opening_level(self.remembered.as_ref()) - 1;
+    pub fn prepare(&self, config: &Config, sources: usize, timeout: Duration) -> Preparing {
+        let extra = config.opening_level(self.remembered.as_ref(), sources) - 1;
         self.open_ahead(extra, timeout)
     }
 
@@ -138,7 +139,7 @@ pub struct Probed {
 pub fn prepare_all(sources: &[SourceInput], config: &Config, timeout: Duration) -> Preparing {
     let mut all = Preparing::default();
     for s in sources {
-        all.extend(s.prepare(config, timeout));
+        all.extend(s.prepare(config, sources.len(), timeout));
     }
     all
 }

@@ -1,0 +1,104 @@
+//! How many connections each source opens before anything is measured: the search's `start`
+//! for a lone source, `SearchPolicy::start_with_mirrors` for each of several, counting the
+//! sources whose probes are still out; a fixed count or a remembered one whatever the number
+//! of sources.
+
+use hydra_core::{
+    Action, Capabilities, Concurrency, Config, Remembered, Scheduler, SearchPolicy, SourceId,
+    SourceSpec,
+};
+use std::time::Duration;
+
+const SIZE: u64 = 64 << 20;
+
+fn search_config(start_with_mirrors: usize) -> Config {
+    Config {
+        search: SearchPolicy {
+            start_with_mirrors,
+            ..SearchPolicy::default()
+        },
+        ..Config::default()
+    }
+}
+
+fn specs(n: usize) -> Vec<SourceSpec> {
+    vec![SourceSpec::new(Capabilities::HTTP); n]
+}
+
+/// The requests each of `sources` sources is sent by the first tick.
+fn first_requests(s: &mut Scheduler, sources: usize) -> Vec<usize> {
+    s.tick(Duration::ZERO);
+    let mut per_source = vec![0; sources];
+    while let Some(a) = s.poll_action() {
+        if let Action::Request {
+            source: SourceId(i),
+            ..
+        } = a
+        {
+            per_source[usize::from(i)] += 1;
+        }
+    }
+    per_source
+}
+
+#[test]
+fn each_of_several_sources_opens_the_mirrors_start_in_the_first_split() {
+    let mut s = Scheduler::new(SIZE, specs(3), search_config(2));
+    assert_eq!(first_requests(&mut s, 3), vec![2, 2, 2]);
+    let mut s = Scheduler::new(SIZE, specs(3), search_config(1));
+    assert_eq!(first_requests(&mut s, 3), vec![1, 1, 1]);
+}
+
+#[test]
+fn a_lone_source_opens_the_search_start_whatever_the_mirrors_start_says() {
+    let mut s = Scheduler::new(SIZE, specs(1), search_config(3));
+    assert_eq!(first_requests(&mut s, 1), vec![1]);
+}
+
+#[test]
+fn a_source_whose_probe_is_still_out_counts_toward_the_mirrors_start_until_given_up() {
+    let mut s = Scheduler::new(SIZE, specs(1), search_config(2));
+    s.expect_sources(1);
+    assert_eq!(first_requests(&mut s, 1), vec![2]);
+
+    let mut s = Scheduler::new(SIZE, specs(1), search_config(2));
+    s.expect_sources(1);
+    s.expect_sources(0);
+    assert_eq!(first_requests(&mut s, 1), vec![1]);
+}
+
+#[test]
+fn a_source_added_before_the_start_makes_the_first_one_open_the_mirrors_start() {
+    let mut s = Scheduler::new(SIZE, specs(1), search_config(2));
+    s.add_source(SourceSpec::new(Capabilities::HTTP));
+    assert_eq!(first_requests(&mut s, 2), vec![2, 2]);
+}
+
+#[test]
+fn a_fixed_or_remembered_count_is_opened_whatever_the_number_of_sources() {
+    let fixed = Config {
+        concurrency: Concurrency::Fixed(3),
+        ..search_config(2)
+    };
+    assert_eq!(fixed.opening_level(None, 3), 3);
+    let remembered = Remembered {
+        connections: 1,
+        at_ceiling: false,
+        additivity: None,
+        conn_rate: None,
+    };
+    assert_eq!(search_config(2).opening_level(Some(&remembered), 3), 1);
+    assert_eq!(search_config(2).opening_level(None, 3), 2);
+    assert_eq!(search_config(2).opening_level(None, 1), 1);
+}
+
+#[test]
+fn the_mirrors_start_stays_within_the_per_host_ceiling() {
+    let cfg = Config {
+        per_host: 2,
+        ..search_config(4)
+    };
+    assert_eq!(cfg.opening_level(None, 2), 2);
+    let mut s = Scheduler::new(SIZE, specs(2), cfg);
+    assert_eq!(first_requests(&mut s, 2), vec![2, 2]);
+}
