@@ -52,6 +52,16 @@ pub(super) enum OutputError {
     /// The part file at the path is no longer the file this run wrote.
     #[error("{}: was replaced while hydra wrote it; not moved into place", .0.display())]
     Replaced(PathBuf),
+    /// The part file's file system cannot hold the rest of the object.
+    #[error("{}: not enough space: the object needs {needed} more bytes, {available} are free on its file system", .path.display())]
+    NoSpace {
+        /// The part file.
+        path: PathBuf,
+        /// Bytes the object needs beyond what the part file already holds on disk.
+        needed: u64,
+        /// Bytes free for this user on the file system.
+        available: u64,
+    },
     /// A file system call failed.
     #[error("cannot {what} {}: {source}", .path.display())]
     Io {
@@ -153,25 +163,67 @@ pub(super) fn open_part(
     size: u64,
     resume: bool,
 ) -> Result<Part, OutputError> {
+    let existed = std::fs::symlink_metadata(part).is_ok();
     let file = FileSink::options()
         .create(true)
         .open(part)
         .map_err(io_error("open", part))?;
     lock(&file, part, output)?;
+    // Locked: the file is this run's, and one it created is removed if it cannot be used.
+    let kept = size_part(&file, part, size, resume).inspect_err(|_| {
+        if !existed {
+            let _ = std::fs::remove_file(part);
+        }
+    })?;
+    Ok(Part {
+        sink: FileSink::from_file(file, size),
+        kept,
+    })
+}
+
+/// Gives the locked part file `size` bytes, keeping its contents when `resume` and it
+/// already has that length (returns whether it did), once its file system is known to hold
+/// the rest of the object.
+fn size_part(file: &File, part: &Path, size: u64, resume: bool) -> Result<bool, OutputError> {
     // A part file left by an older hydra may be readable by others; best effort, as the
     // file may belong to another user who let this one write it.
     let _ = file.set_permissions(std::fs::Permissions::from_mode(0o600));
-    let len = file.metadata().map_err(io_error("read", part))?.len();
-    let kept = resume && len == size;
+    let meta = file.metadata().map_err(io_error("read", part))?;
+    let kept = resume && meta.len() == size;
+    // A kept file's blocks on disk hold part of the object already.
+    let held = if kept {
+        meta.blocks().saturating_mul(512)
+    } else {
+        0
+    };
+    check_space(file, part, size.saturating_sub(held))?;
     if !kept {
         file.set_len(0)
             .and_then(|()| file.set_len(size))
             .map_err(io_error("size", part))?;
     }
-    Ok(Part {
-        sink: FileSink::from_file(file, size),
-        kept,
-    })
+    Ok(kept)
+}
+
+/// Refuses a part file whose file system has fewer than `needed` bytes free, before a byte
+/// is fetched: otherwise the download runs until a write fails. A file system that does not
+/// report its space (an error, or no blocks at all) is not checked.
+fn check_space(file: &File, part: &Path, needed: u64) -> Result<(), OutputError> {
+    let Ok(fs) = rustix::fs::fstatvfs(file) else {
+        return Ok(());
+    };
+    if fs.f_blocks == 0 {
+        return Ok(());
+    }
+    let available = fs.f_bavail.saturating_mul(fs.f_frsize);
+    if needed > available {
+        return Err(OutputError::NoSpace {
+            path: part.to_path_buf(),
+            needed,
+            available,
+        });
+    }
+    Ok(())
 }
 
 fn lock(file: &File, part: &Path, output: &Path) -> Result<(), OutputError> {
@@ -354,6 +406,36 @@ mod tests {
         assert_eq!(std::fs::read(&part).unwrap(), [0; 3]);
         let mode = std::fs::metadata(&part).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "made private: {mode:o}");
+    }
+
+    /// More than any file system here holds: 4 EiB.
+    const HUGE: u64 = 1 << 62;
+
+    #[test]
+    fn a_part_file_whose_file_system_cannot_hold_the_object_is_refused_and_not_left_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let (part, out) = (dir.path().join("f.hydra-part"), dir.path().join("f"));
+        let e = open_part(&part, &out, HUGE, false).expect_err("refused");
+        let OutputError::NoSpace { needed, .. } = e else {
+            panic!("{e}");
+        };
+        assert_eq!(needed, HUGE);
+        let line = e.to_string();
+        assert!(
+            line.contains("not enough space") && !line.contains('\n'),
+            "{line}"
+        );
+        assert!(!part.exists(), "the part file this run created is removed");
+    }
+
+    #[test]
+    fn a_part_file_kept_for_resume_is_left_untouched_when_the_rest_does_not_fit() {
+        let dir = tempfile::tempdir().unwrap();
+        let (part, out) = (dir.path().join("f.hydra-part"), dir.path().join("f"));
+        std::fs::write(&part, b"earlier bytes").unwrap();
+        let e = open_part(&part, &out, HUGE, true).expect_err("refused");
+        assert!(matches!(e, OutputError::NoSpace { .. }), "{e}");
+        assert_eq!(std::fs::read(&part).unwrap(), b"earlier bytes");
     }
 
     #[test]
