@@ -738,9 +738,10 @@ fn origin_key(ep: &Endpoint) -> Result<OriginKey, ErrorKind> {
 }
 
 fn map_hyper(e: hyper::Error, max_header_bytes: usize) -> ErrorKind {
-    if e.is_parse() || e.is_parse_status() {
-        // Includes a head over the limit ("message head is too large").
+    if e.is_parse_too_large() {
         ErrorKind::Protocol(format!("{e} (head limit {max_header_bytes} bytes)"))
+    } else if e.is_parse() || e.is_parse_status() {
+        ErrorKind::Protocol(e.to_string())
     } else {
         ErrorKind::Io(io::Error::other(e))
     }

@@ -239,6 +239,25 @@ async fn a_response_head_over_the_limit_is_a_protocol_error() {
         .await
         .unwrap_err();
     assert!(matches!(e.kind, ErrorKind::Protocol(_)), "{e}");
+    assert!(e.to_string().contains("head limit 8192 bytes"), "{e}");
+}
+
+#[tokio::test]
+async fn a_header_with_a_control_character_is_a_protocol_error_that_does_not_blame_the_head_limit()
+{
+    let url = raw_once(
+        "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-0/10\r\n\
+         ETag: \"a\x1b[31m\"\r\nContent-Length: 1\r\n\r\n",
+        b"x".to_vec(),
+    )
+    .await;
+    let e = bounded(scheme().probe(&Endpoint::parse(&url).unwrap()))
+        .await
+        .unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Protocol(_)), "{e}");
+    let line = e.to_string();
+    assert!(!line.contains("head limit"), "{line}");
+    assert!(!line.contains('\u{1b}'), "{line}");
 }
 
 #[tokio::test]
