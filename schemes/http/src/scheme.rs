@@ -81,6 +81,8 @@ struct Head {
     resp: Response<Incoming>,
     connect: Duration,
     first_byte: Duration,
+    /// Where the response came from, when a redirect led there.
+    redirected: Option<Endpoint>,
 }
 
 /// Largest body drained from a redirect or an error response so its connection can be reused.
@@ -147,11 +149,12 @@ impl HttpScheme {
     ) -> Result<Head, SchemeError> {
         let err = |kind| SchemeError::new(endpoint, kind);
         let mut ep = endpoint.clone();
-        for _hop in 0..=self.options.max_redirects {
-            let head = self.send(&ep, ask, on_connected).await.map_err(err)?;
+        for hop in 0..=self.options.max_redirects {
+            let mut head = self.send(&ep, ask, on_connected).await.map_err(err)?;
             let status = head.resp.status();
             let location = head.resp.headers().get(header::LOCATION).cloned();
             let (true, Some(location)) = (status.is_redirection(), location) else {
+                head.redirected = (hop > 0).then_some(ep);
                 return Ok(head);
             };
             let next = location
@@ -220,6 +223,7 @@ impl HttpScheme {
                         resp,
                         connect,
                         first_byte: t1.elapsed(),
+                        redirected: None,
                     })
                 }
                 Ok(Err(e)) if reused && !e.is_parse() => {
@@ -354,7 +358,7 @@ impl HttpScheme {
                 })?;
                 (len, false, true)
             }
-            s => return Err(err(self.status_error(s, h))),
+            s => return Err(err(self.status_error(s, h, head.redirected.as_ref()))),
         };
         let probe = Probe {
             size,
@@ -417,17 +421,33 @@ impl HttpScheme {
         p.waiting.remove(ep.url().as_str())
     }
 
-    fn status_error(&self, s: StatusCode, h: &http::HeaderMap) -> ErrorKind {
+    /// The error a response with status `s` and headers `h` is; one that a redirect led to
+    /// names where it came from (`redirected`), as the URL the user gave did not answer it.
+    fn status_error(
+        &self,
+        s: StatusCode,
+        h: &http::HeaderMap,
+        redirected: Option<&Endpoint>,
+    ) -> ErrorKind {
         match s {
             StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => ErrorKind::Refused {
                 retry_after: response::retry_after(h, SystemTime::now()),
             },
-            s => ErrorKind::Rejected {
-                protocol: "HTTP",
-                code: u32::from(s.as_u16()),
-                text: s.canonical_reason().map(str::to_owned),
-                transient: s.is_server_error() || s == StatusCode::REQUEST_TIMEOUT,
-            },
+            s => {
+                let reason = s.canonical_reason().unwrap_or_default();
+                let text = match redirected {
+                    Some(at) => format!("{reason} (from {at}, redirected)")
+                        .trim()
+                        .to_owned(),
+                    None => reason.to_owned(),
+                };
+                ErrorKind::Rejected {
+                    protocol: "HTTP",
+                    code: u32::from(s.as_u16()),
+                    text: (!text.is_empty()).then_some(text),
+                    transient: s.is_server_error() || s == StatusCode::REQUEST_TIMEOUT,
+                }
+            }
         }
     }
 
@@ -446,7 +466,12 @@ impl HttpScheme {
             .await
             .map_err(|e| e.kind)?;
         req.writer.first_byte();
-        let Head { conn, resp, .. } = head;
+        let Head {
+            conn,
+            resp,
+            redirected,
+            ..
+        } = head;
         let h = resp.headers();
         if matches!(resp.status(), StatusCode::PARTIAL_CONTENT | StatusCode::OK) {
             response::check_identity_encoding(h).map_err(ErrorKind::Protocol)?;
@@ -483,7 +508,7 @@ impl HttpScheme {
                 return Err(ErrorKind::ObjectChanged { detail });
             }
             s => {
-                let e = self.status_error(s, h);
+                let e = self.status_error(s, h, redirected.as_ref());
                 self.release(conn, resp, ask.slot).await;
                 return Err(e);
             }
@@ -677,7 +702,7 @@ impl Scheme for HttpScheme {
         let head = self.exchange(endpoint, &ask, &|_| {}).await?;
         let status = head.resp.status();
         if !status.is_success() {
-            let kind = self.status_error(status, head.resp.headers());
+            let kind = self.status_error(status, head.resp.headers(), head.redirected.as_ref());
             return Err(SchemeError::new(endpoint, kind));
         }
         let found = crate::advertised::advertised(head.resp.headers(), endpoint.url());
@@ -738,10 +763,16 @@ fn origin_key(ep: &Endpoint) -> Result<OriginKey, ErrorKind> {
 }
 
 fn map_hyper(e: hyper::Error, max_header_bytes: usize) -> ErrorKind {
-    if e.is_parse_too_large() {
-        ErrorKind::Protocol(format!("{e} (head limit {max_header_bytes} bytes)"))
-    } else if e.is_parse() || e.is_parse_status() {
-        ErrorKind::Protocol(e.to_string())
+    if e.is_parse() || e.is_parse_status() {
+        // hyper tells a head over the limit from other parse errors only on its server side
+        // (`is_parse_too_large`); its client says so in the message ("message head is too
+        // large").
+        let text = e.to_string();
+        if text.contains("too large") {
+            ErrorKind::Protocol(format!("{text} (head limit {max_header_bytes} bytes)"))
+        } else {
+            ErrorKind::Protocol(text)
+        }
     } else {
         ErrorKind::Io(io::Error::other(e))
     }

@@ -163,6 +163,41 @@ async fn a_redirect_loop_is_a_clear_error() {
 }
 
 #[tokio::test]
+async fn a_status_a_redirect_led_to_names_where_it_came_from_without_credentials() {
+    let target = serve(404, &[], b"").await;
+    let redirecting = MockServer::start().await;
+    let location = url(&target).replace("http://", "http://other:pw@");
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(302).insert_header("Location", location.as_str()))
+        .mount(&redirecting)
+        .await;
+    let given = url(&redirecting).replace("http://", "http://user:s3cret@");
+    let e = bounded(scheme().probe(&Endpoint::parse(&given).unwrap()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e.kind, ErrorKind::Rejected { code: 404, .. }),
+        "{e}"
+    );
+    let line = e.to_string();
+    assert!(line.contains(&url(&redirecting)), "{line}");
+    assert!(
+        line.contains(&format!("from {}, redirected", url(&target))),
+        "{line}"
+    );
+    assert!(!line.contains("s3cret") && !line.contains(":pw@"), "{line}");
+}
+
+#[tokio::test]
+async fn a_status_answered_without_a_redirect_names_no_other_url() {
+    let s = serve(404, &[], b"").await;
+    let e = bounded(scheme().probe(&Endpoint::parse(&url(&s)).unwrap()))
+        .await
+        .unwrap_err();
+    assert!(!e.to_string().contains("redirected"), "{e}");
+}
+
+#[tokio::test]
 async fn a_redirect_to_another_protocol_is_refused() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
