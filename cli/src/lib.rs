@@ -11,6 +11,7 @@ mod conformance;
 mod control;
 #[cfg(all(feature = "http", feature = "ftp", feature = "sftp"))]
 mod demo;
+mod document;
 mod download;
 mod exit;
 mod get;

@@ -388,3 +388,94 @@ async fn aria2c_and_hydra_download_the_same_bytes_from_one_meta4() {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     assert!(std::fs::read(theirs.join("same.bin")).unwrap() == want);
 }
+
+/// A wiremock server answering GET `/doc.meta4` with `body` when the request carries
+/// `X-Token: t` (the download's own headers reach the document), 403 otherwise.
+async fn serve_document(body: Vec<u8>, headers: &[(&str, &str)]) -> wiremock::MockServer {
+    use wiremock::matchers::{header, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = MockServer::start().await;
+    let mut reply = ResponseTemplate::new(200).set_body_bytes(body);
+    for (n, v) in headers {
+        reply = reply.insert_header(*n, *v);
+    }
+    Mock::given(method("GET"))
+        .and(path("/doc.meta4"))
+        .and(header("X-Token", "t"))
+        .respond_with(reply)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(403))
+        .mount(&server)
+        .await;
+    server
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metalink_given_by_url_is_fetched_with_the_download_s_headers_and_its_mirrors_used() {
+    let mirror = origin(Misbehaviour::default()).await;
+    let want = object(SEED, SIZE);
+    let doc = meta4("by-url.bin", &want, &[mirror.url("/object")]);
+    let server = serve_document(doc.into_bytes(), &[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let o = hydra(&args(&[
+        "get",
+        "--metalink",
+        &format!("{}/doc.meta4", server.uri()),
+        "-H",
+        "X-Token: t",
+        "-P",
+        &s(dir.path()),
+        "--no-host-memory",
+    ]))
+    .await;
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        std::fs::read(dir.path().join("by-url.bin")).unwrap() == want,
+        "the Metalink's file name and bytes: {err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metalink_url_announcing_more_than_a_metalink_may_hold_is_refused_by_its_size() {
+    // A primed probe's answer: the first byte of a document that claims a terabyte.
+    let server = serve_document(b"<".to_vec(), &[]).await;
+    wiremock::Mock::given(wiremock::matchers::path("/huge.meta4"))
+        .respond_with(
+            wiremock::ResponseTemplate::new(206)
+                .insert_header("Content-Range", "bytes 0-0/1000000000000")
+                .set_body_bytes(b"<".to_vec()),
+        )
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("{}/huge.meta4", server.uri()).replace("http://", "http://u:secret@");
+    let o = hydra(&args(&["get", "--metalink", &url, "-P", &s(dir.path())])).await;
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("1000000000000 bytes; a Metalink is at most 16777216"),
+        "{err}"
+    );
+    assert!(!err.contains("secret"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metalink_url_that_serves_no_metalink_is_refused_in_one_line_naming_it() {
+    let server = serve_document(b"<html>not found</html>".to_vec(), &[]).await;
+    let url = format!("{}/doc.meta4", server.uri());
+    let o = hydra(&args(&["get", "--metalink", &url, "-H", "X-Token: t"])).await;
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(&format!("{url}: Metalink refused")), "{err}");
+}

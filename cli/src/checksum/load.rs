@@ -5,11 +5,7 @@
 use super::sums::{self, Malformed};
 use super::{Algo, Checksum};
 use crate::exit::Exit;
-use hydra_scheme::{
-    engine::{Engine, EngineOptions, SourceInput},
-    MemorySink, RangeSet,
-};
-use std::sync::Arc;
+use hydra_scheme::engine::{EngineOptions, SourceInput};
 
 /// The largest checksum file read (a list of digests, not an object).
 pub const MAX_SUMS_BYTES: u64 = 16 * 1024 * 1024;
@@ -41,9 +37,11 @@ pub async fn from_file(
     let here = |e: String| (Exit::Usage, format!("--checksum-file {shown}: {e}"));
     let bytes = match at {
         SumsAt::Path(p) => read(&p).map_err(here)?,
-        SumsAt::Url(input) => fetch(input, engine)
-            .await
-            .map_err(|(code, e)| (code, format!("--checksum-file {shown}: {e}")))?,
+        SumsAt::Url(input) => {
+            crate::document::fetch(input, engine, MAX_SUMS_BYTES, "a checksum file")
+                .await
+                .map_err(|(code, e)| (code, format!("--checksum-file {shown}: {e}")))?
+        }
     };
     let text = String::from_utf8(bytes).map_err(|e| {
         let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
@@ -75,33 +73,4 @@ fn read(p: &std::path::Path) -> Result<Vec<u8>, String> {
         ));
     }
     std::fs::read(p).map_err(|e| format!("cannot read: {e}"))
-}
-
-/// The object at `input`, from that one source, in memory.
-async fn fetch(input: SourceInput, engine: EngineOptions) -> Result<Vec<u8>, (Exit, String)> {
-    let engine = Engine::new(engine);
-    let failed = |e: hydra_scheme::engine::EngineError| {
-        let code = match e {
-            hydra_scheme::engine::EngineError::NoUsableSource(_) => Exit::Network,
-            _ => Exit::Protocol,
-        };
-        (code, e.to_string())
-    };
-    let probed = engine.probe(vec![input]).await.map_err(failed)?;
-    if probed.size > MAX_SUMS_BYTES {
-        return Err((
-            Exit::Usage,
-            format!(
-                "{} bytes; a checksum file is at most {MAX_SUMS_BYTES}",
-                probed.size
-            ),
-        ));
-    }
-    // Bounded by MAX_SUMS_BYTES above.
-    let sink = Arc::new(MemorySink::new(probed.size as usize));
-    engine
-        .run(&probed, sink.clone(), &RangeSet::new(), None)
-        .await
-        .map_err(failed)?;
-    Ok(sink.contents())
 }

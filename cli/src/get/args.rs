@@ -13,11 +13,12 @@ pub struct GetArgs {
     /// bytes; a mirror that disagrees is left out with a warning.
     #[arg(required_unless_present_any = ["input_file", "print_config", "metalink"], conflicts_with = "input_file", value_name = "URL")]
     pub urls: Vec<String>,
-    /// Download the first object a Metalink describes (RFC 5854 .meta4, or 3.0 .metalink;
-    /// `-` reads standard input): its mirrors by priority, its size, its strongest whole-file
-    /// hash and its piece hashes checked. A lone URL argument that is a local path ending in
-    /// .meta4 or .metalink is read the same way. See "Metalink" in docs/cli.md.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["urls", "input_file"])]
+    /// Download the first object a Metalink describes (RFC 5854 .meta4, or 3.0 .metalink; a
+    /// path, a URL fetched with the download's options, or `-` for standard input): its
+    /// mirrors by priority, its size, its strongest whole-file hash and its piece hashes
+    /// checked. A lone URL argument that is a local path ending in .meta4 or .metalink is read
+    /// the same way. See "Metalink" in docs/cli.md.
+    #[arg(long, value_name = "FILE|URL", conflicts_with_all = ["urls", "input_file"])]
     pub metalink: Option<String>,
     /// The size and piece hashes from --metalink, for the engine.
     #[arg(skip)]

@@ -6,11 +6,11 @@ use crate::exit::Exit;
 use crate::metalink;
 use crate::ui::Ui;
 
-/// Reads the Metalink `args` name (`--metalink`, or a lone positional path ending in .meta4 or
-/// .metalink) into `args`: its mirrors become the URLs; its file name the output (unless -o);
-/// its strongest hash the checksum (unless --checksum); its size and piece hashes go to the
-/// engine. What it gives and hydra does not use is a warning.
-pub(super) fn rewrite(args: &mut GetArgs, ui: Ui) -> Result<(), Failure> {
+/// Reads the Metalink `args` name (`--metalink` FILE or URL, or a lone positional path ending
+/// in .meta4 or .metalink) into `args`: its mirrors become the URLs; its file name the output
+/// (unless -o); its strongest hash the checksum (unless --checksum); its size and piece
+/// hashes go to the engine. What it gives and hydra does not use is a warning.
+pub(super) async fn rewrite(args: &mut GetArgs, ui: Ui) -> Result<(), Failure> {
     if args.metalink.is_none() {
         match &args.urls[..] {
             [one] if metalink::is_metalink_arg(one) => args.metalink = Some(one.clone()),
@@ -24,10 +24,20 @@ pub(super) fn rewrite(args: &mut GetArgs, ui: Ui) -> Result<(), Failure> {
             _ => return Ok(()),
         }
     }
-    let Some(path) = &args.metalink else {
+    let Some(spec) = args.metalink.clone() else {
         return Ok(());
     };
-    let plan = metalink::load(path).map_err(|m| (Exit::Usage, m))?;
+    let (plan, path) = if spec.contains("://") {
+        let shown = crate::control::redact(&spec);
+        let bytes = fetch(args, &spec)
+            .await
+            .map_err(|(code, e)| (code, format!("--metalink {shown}: {e}")))?;
+        let plan = metalink::from_bytes(&shown, bytes).map_err(|m| (Exit::Usage, m))?;
+        (plan, shown)
+    } else {
+        (metalink::load(&spec).map_err(|m| (Exit::Usage, m))?, spec)
+    };
+    let path = &path;
     if !ui.quiet {
         for w in &plan.warnings {
             let w = hydra_scheme::text::for_people(w);
@@ -43,6 +53,19 @@ pub(super) fn rewrite(args: &mut GetArgs, ui: Ui) -> Result<(), Failure> {
     }
     args.pieces = plan.pieces;
     Ok(())
+}
+
+/// The Metalink at `url`, fetched with the download's schemes, proxies, credentials and
+/// headers, and its timeout when one is set.
+async fn fetch(args: &GetArgs, url: &str) -> Result<Vec<u8>, Failure> {
+    let registry = crate::schemes::registry(&super::job::net_options(args)?)
+        .map_err(|e| (Exit::Internal, e))?;
+    let input = super::job::source_input(&registry, &args.request_headers(), url)?;
+    let mut engine = hydra_scheme::engine::EngineOptions::default();
+    if let Some(t) = args.timeout {
+        engine.probe_timeout = t;
+    }
+    crate::document::fetch(input, engine, metalink::MAX_DOCUMENT, "a Metalink").await
 }
 
 /// The Metalink's URLs that a registered plugin serves, in order. Those of other schemes

@@ -155,7 +155,7 @@ pub(crate) async fn download(args: &GetArgs, ui: Ui) -> Result<(Done, PathBuf), 
 /// One object as `hydra get` downloads it: the Metalink it names read first, then
 /// [`download`].
 pub(crate) async fn fetch(args: &mut GetArgs, ui: Ui) -> Result<(Done, PathBuf), Failure> {
-    metalink::rewrite(args, ui)?;
+    metalink::rewrite(args, ui).await?;
     link_mirrors::discover(args, ui).await?;
     download(args, ui).await
 }

@@ -1,4 +1,4 @@
-//! `hydra get --metalink FILE`: the mirrors, size, whole-file hash and piece hashes of one
+//! `hydra get --metalink FILE|URL`: the mirrors, size, whole-file hash and piece hashes of one
 //! object from a Metalink document (RFC 5854 `.meta4`, or Metalink 3.0 `.metalink`).
 //!
 //! The first `<file>` is downloaded; further entries are named in a warning and not fetched.
@@ -22,7 +22,7 @@ use std::sync::Arc;
 const STRENGTH: [&str; 4] = ["sha512", "sha256", "sha1", "md5"];
 
 /// Largest Metalink document read.
-const MAX_DOCUMENT: u64 = 16 << 20;
+pub const MAX_DOCUMENT: u64 = 16 << 20;
 
 /// What a Metalink asks of one download.
 #[derive(Debug)]
@@ -60,7 +60,20 @@ pub fn load(path: &str) -> Result<Plan, String> {
         std::fs::File::open(path).and_then(|f| f.take(MAX_DOCUMENT).read_to_string(&mut text))
     };
     read.map_err(|e| fail(format!("cannot read the Metalink: {e}")))?;
-    let doc = parse(&text).map_err(|e| fail(format!("Metalink refused: {e}")))?;
+    from_text(shown, &text)
+}
+
+/// Plans the download of the first file of the Metalink `bytes` fetched from `shown` (a
+/// URL without its credentials). The error is one line naming it.
+pub fn from_bytes(shown: &str, bytes: Vec<u8>) -> Result<Plan, String> {
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("{shown}: Metalink refused: the document is not UTF-8 text"))?;
+    from_text(shown, &text)
+}
+
+fn from_text(shown: &str, text: &str) -> Result<Plan, String> {
+    let fail = |why: String| format!("{shown}: {why}");
+    let doc = parse(text).map_err(|e| fail(format!("Metalink refused: {e}")))?;
     plan(doc).map_err(fail)
 }
 
