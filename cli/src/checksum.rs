@@ -94,8 +94,9 @@ impl std::str::FromStr for Algo {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ChecksumError {
-    /// No `=` (or `:`) between the algorithm and the digest.
-    #[error("expected ALGO=HEX ({ALGOS})")]
+    /// No `=` (or `:`) between the algorithm and the digest, and not a bare digest of a length
+    /// that names one.
+    #[error("expected ALGO=HEX ({ALGOS}), or a bare md5, sha1, sha256 or sha512 digest")]
     NotAlgoEqualsHex,
     /// An algorithm hydra does not know.
     #[error("unknown algorithm \"{}\" ({ALGOS})", hydra_scheme::text::sanitize(.0))]
@@ -165,11 +166,20 @@ impl Checksum {
 
 impl std::str::FromStr for Checksum {
     type Err = ChecksumError;
-    /// `ALGO=HEX` (or `ALGO:HEX`), as `--checksum` takes it: `sha256=ba7816bf...`.
+    /// `ALGO=HEX` (or `ALGO:HEX`), as `--checksum` takes it: `sha256=ba7816bf...`; or a bare
+    /// digest as release pages print it, its algorithm told by its length as in a GNU
+    /// checksum line (32 hex digits md5, 40 sha1, 64 sha256, 128 sha512; BLAKE3's 64 must be
+    /// written `blake3=HEX`).
     fn from_str(s: &str) -> Result<Self, ChecksumError> {
-        let (a, h) = s
-            .split_once(['=', ':'])
-            .ok_or(ChecksumError::NotAlgoEqualsHex)?;
+        let Some((a, h)) = s.split_once(['=', ':']) else {
+            let hex = s.trim();
+            let algo = [Algo::Md5, Algo::Sha1, Algo::Sha256, Algo::Sha512]
+                .into_iter()
+                .find(|a| a.hex_len() == hex.len())
+                .filter(|_| hex.bytes().all(|c| c.is_ascii_hexdigit()))
+                .ok_or(ChecksumError::NotAlgoEqualsHex)?;
+            return Checksum::new(algo, hex);
+        };
         Checksum::new(a.parse()?, h)
     }
 }
@@ -242,11 +252,39 @@ mod tests {
             "abc".parse::<Checksum>(),
             Err(ChecksumError::NotAlgoEqualsHex)
         );
+        assert_eq!(
+            "g".repeat(64).parse::<Checksum>(),
+            Err(ChecksumError::NotAlgoEqualsHex)
+        );
         assert!("sha1=a9993e364706816aba3e25717850c26c9cd0d89d"
             .parse::<Checksum>()
             .is_ok());
         assert!("md5:900150983cd24fb0d6963f7d28e17f72"
             .parse::<Checksum>()
             .is_ok());
+    }
+
+    #[test]
+    fn a_bare_digest_takes_the_algorithm_its_length_names() {
+        for (hex, algo) in [
+            ("900150983cd24fb0d6963f7d28e17f72", Algo::Md5),
+            ("a9993e364706816aba3e25717850c26c9cd0d89d", Algo::Sha1),
+            (
+                " BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD ",
+                Algo::Sha256,
+            ),
+        ] {
+            let c: Checksum = hex.parse().unwrap();
+            assert_eq!(c.algo, algo, "{hex}");
+            assert_eq!(c.hex, hex.trim().to_ascii_lowercase());
+        }
+        assert_eq!(
+            "a".repeat(128).parse::<Checksum>().map(|c| c.algo),
+            Ok(Algo::Sha512)
+        );
+        assert_eq!(
+            "a".repeat(63).parse::<Checksum>(),
+            Err(ChecksumError::NotAlgoEqualsHex)
+        );
     }
 }

@@ -61,7 +61,8 @@ pub struct GetArgs {
     /// download replaces FILE atomically, as curl -o does).
     #[arg(long)]
     pub no_clobber: bool,
-    /// Verify the result: sha256=HEX, sha512=HEX or md5=HEX. A mismatch exits 6 and leaves
+    /// Verify the result: ALGO=HEX with ALGO md5, sha1, sha256, sha512 or blake3, or a bare
+    /// HEX whose length names md5, sha1, sha256 or sha512. A mismatch exits 6 and leaves
     /// nothing at FILE.
     #[arg(long, value_name = "ALGO=HEX", conflicts_with = "checksum_file")]
     pub checksum: Option<Checksum>,
