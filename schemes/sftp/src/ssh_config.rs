@@ -6,8 +6,10 @@
 //!   never leak into the block before it.
 //! * Options: `HostName` (`%h`, `%%`), `User`, `Port`, `IdentityFile` (every matching one, in
 //!   order; `~` and `%d %h %u %r %p %%` expanded), `IdentitiesOnly`, `UserKnownHostsFile`
-//!   (the first path), `StrictHostKeyChecking` (`yes`/`ask`, `accept-new`, `no`/`off`). Other
-//!   keywords are read and ignored.
+//!   (the first path), `StrictHostKeyChecking` (`yes`/`ask`, `accept-new`, `no`/`off`), and
+//!   `ProxyJump`/`ProxyCommand` (the first of either, `none` turning it off) only to refuse a
+//!   host reached through one: hydra dials hosts directly. Other keywords are read and
+//!   ignored.
 //! * `Include FILE...` (relative to `~/.ssh`; `*` and `?` in the file name), at most 16 deep.
 //! * For each option the first value obtained wins, as in OpenSSH.
 //!
@@ -81,6 +83,12 @@ pub(crate) enum Setting {
     IdentitiesOnly(bool),
     UserKnownHostsFile(String),
     StrictHostKeyChecking(StrictHostKeyChecking),
+    /// `ProxyJump` or `ProxyCommand` (the keyword): read so that a host reached through one is
+    /// refused rather than dialled directly; `none` turns it off.
+    Relay {
+        keyword: &'static str,
+        none: bool,
+    },
 }
 
 /// One `Match` criterion.
@@ -246,6 +254,24 @@ impl Parser<'_> {
                     _ => return Err(format!("{v:?}: expected yes, accept-new, no or ask")),
                 };
                 set(Setting::StrictHostKeyChecking(s))
+            }
+            "proxyjump" | "proxycommand" => {
+                let keyword = if keyword.eq_ignore_ascii_case("proxyjump") {
+                    "ProxyJump"
+                } else {
+                    "ProxyCommand"
+                };
+                match args {
+                    [] => Err("missing argument".into()),
+                    [v] if v.eq_ignore_ascii_case("none") => set(Setting::Relay {
+                        keyword,
+                        none: true,
+                    }),
+                    _ => set(Setting::Relay {
+                        keyword,
+                        none: false,
+                    }),
+                }
             }
             _ => Ok(None),
         }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use hydra_scheme::{Endpoint, ErrorKind};
 
 use crate::options::SftpOptions;
-use crate::ssh_config::{Origin, Query, Resolution, StrictHostKeyChecking};
+use crate::ssh_config::{Origin, Query, Resolution, Sourced, StrictHostKeyChecking};
 
 /// The identities offered when none is configured, as OpenSSH does (those that exist).
 const DEFAULT_IDENTITIES: [&str; 3] = ["id_ed25519", "id_ecdsa", "id_rsa"];
@@ -128,6 +128,18 @@ impl SshTarget {
                 })
             })
             .unwrap_or_default();
+        if let Some(Sourced {
+            value: Some(keyword),
+            at,
+        }) = &r.relay
+        {
+            // Dialled directly, the host would be another one, or none at all.
+            return Err(ErrorKind::Unsupported(format!(
+                "ssh config {at} sets {keyword} for {}: hydra dials SSH hosts directly; reach \
+                 it through --proxy socks5h://HOST:PORT (e.g. `ssh -D PORT jumphost`)",
+                ep.host()
+            )));
+        }
         let host = match &r.host_name {
             Some(h) => given(h.value.clone(), Source::SshConfig(h.at.clone())),
             None => given(ep.host().to_owned(), Source::Url),
@@ -395,6 +407,39 @@ Host box
             Path::new("/"),
         );
         assert!(!t.accept_new);
+    }
+
+    fn refusal(url: &str, config: &str) -> Option<String> {
+        SshTarget::resolve(
+            &Endpoint::parse(url).unwrap(),
+            &options(config),
+            &env(Path::new("/h")),
+        )
+        .err()
+        .map(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_host_reached_through_proxy_jump_or_proxy_command_is_refused_naming_the_line() {
+        let jump = "Host other\n  ProxyJump a\nHost box\n  ProxyJump ops@bastion:2222\n";
+        let why = refusal("sftp://box/f", jump).expect("refused");
+        assert!(
+            why.contains("ssh config /cfg:4 sets ProxyJump for box"),
+            "{why}"
+        );
+        assert!(!why.contains("bastion"), "the value is not shown: {why}");
+        let command = "Host *\n  ProxyCommand nc -X 5 -x secret-proxy:1080 %h %p\n";
+        let why = refusal("sftp://box/f", command).expect("refused");
+        assert!(why.contains("/cfg:2 sets ProxyCommand"), "{why}");
+        assert!(!why.contains("secret-proxy"), "{why}");
+        assert_eq!(refusal("sftp://elsewhere/f", jump), None);
+    }
+
+    #[test]
+    fn proxy_jump_none_first_lets_a_host_be_dialled_directly() {
+        let config = "Host box\n  ProxyJump none\nHost *\n  ProxyJump bastion\n";
+        assert_eq!(refusal("sftp://box/f", config), None);
+        assert!(refusal("sftp://other/f", config).is_some());
     }
 
     #[test]

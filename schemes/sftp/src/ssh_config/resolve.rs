@@ -41,6 +41,9 @@ pub struct Resolution {
     pub known_hosts: Option<Sourced<String>>,
     /// `StrictHostKeyChecking`.
     pub strict: Option<Sourced<StrictHostKeyChecking>>,
+    /// The first `ProxyJump` or `ProxyCommand` that applies: its keyword, or `None` when it
+    /// says `none`.
+    pub relay: Option<Sourced<Option<&'static str>>>,
 }
 
 impl SshConfig {
@@ -104,6 +107,9 @@ fn apply(r: &mut Resolution, q: &Query<'_>, s: &Setting, at: &Origin) {
         Setting::IdentitiesOnly(b) => first(&mut r.identities_only, b, at),
         Setting::UserKnownHostsFile(f) => first(&mut r.known_hosts, f, at),
         Setting::StrictHostKeyChecking(s) => first(&mut r.strict, s, at),
+        Setting::Relay { keyword, none } => {
+            first(&mut r.relay, &(!none).then_some(*keyword), at);
+        }
     }
 }
 
