@@ -360,3 +360,76 @@ async fn the_control_file_keeps_no_token_or_credentials_and_a_renewed_token_stil
     assert_eq!(event(&events(&o), "done").unwrap()["already"], rec);
     assert!(std::fs::read(&out).unwrap() == object(12, size));
 }
+
+/// Reads the FIFO at `p` to its end: opened without waiting for a writer, then read until
+/// bytes came and the writer closed, or 30 s passed.
+fn drain_fifo(p: std::path::PathBuf) -> std::thread::JoinHandle<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::thread::spawn(move || {
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(&p)
+            .unwrap();
+        let (mut got, mut buf) = (Vec::new(), vec![0u8; 1 << 16]);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            match f.read(&mut buf) {
+                Ok(0) if !got.is_empty() => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => panic!("reading the FIFO: {e}"),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        got
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_named_as_the_output_gets_the_object_in_order_and_stays_a_fifo() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let h = http_origin(SIZE, 9).await;
+    let fifo = dir.path().join("pipe");
+    make_fifo(&fifo);
+    let reader = drain_fifo(fifo.clone());
+    let o = hydra(&args(&["get", &h.url("/f.bin"), "-o", &path(&fifo)])).await;
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        reader.join().unwrap() == object(9, SIZE),
+        "the object, in order, through the FIFO"
+    );
+    let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+    assert!(kind.is_fifo(), "still a FIFO, not replaced: {kind:?}");
+    assert!(!dir.path().join("pipe.hydra-part").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_is_refused_for_an_output_that_is_not_a_regular_file() {
+    // A FIFO in a scratch directory stands for /dev/null: were the refusal gone, nothing of
+    // the system's would be replaced.
+    let dir = tempfile::tempdir().unwrap();
+    let h = http_origin(SIZE, 10).await;
+    let fifo = dir.path().join("sink");
+    make_fifo(&fifo);
+    let o = hydra(&args(&["get", "-c", &h.url("/f.bin"), "-o", &path(&fifo)])).await;
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = one_line(&o);
+    assert!(
+        err.contains(&format!("{}, which is not a regular file", path(&fifo))),
+        "{err}"
+    );
+}
+
+fn make_fifo(p: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        p,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+}

@@ -118,12 +118,12 @@ pub(crate) fn plan(args: &GetArgs, ui: Ui) -> Result<Plan, Failure> {
 pub(crate) async fn download(args: &GetArgs, ui: Ui) -> Result<(Done, PathBuf), Failure> {
     let (mut job, memory) = job::job(args, ui)?;
     metalink::fit(args, &mut job);
-    let streaming = stream::wanted(args);
-    if streaming {
-        stream::refuse(args)?;
+    let to = stream::target(args, &job.output);
+    if let Some(to) = &to {
+        stream::refuse(args, to)?;
     }
     if let Some(spec) = &args.checksum_file {
-        let name = stream::file_name(&job, streaming)?;
+        let name = stream::file_name(&job, to.is_some())?;
         job.checksum = Some(job::checksum_file(args, spec, &name, job.engine.clone()).await?);
     }
     let output = job.output.clone();
@@ -134,8 +134,8 @@ pub(crate) async fn download(args: &GetArgs, ui: Ui) -> Result<(Done, PathBuf), 
                    "output": output, "resume": job.resume}),
         );
     }
-    let done = if streaming {
-        stream::transfer(job, args.stream_buffer).await?
+    let done = if let Some(to) = to {
+        stream::transfer(job, args.stream_buffer, to).await?
     } else {
         transfer(job).await?
     };

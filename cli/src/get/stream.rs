@@ -1,4 +1,5 @@
-//! `-o -`: the object to standard output, in order, as it arrives from every mirror.
+//! `-o -`: the object to standard output, in order, as it arrives from every mirror; and the
+//! same to an output that is not a regular file (`-o /dev/null`, a FIFO: [`StreamTo`]).
 //!
 //! No part file or control file is made (so `-c` is refused) and no file is left behind. The
 //! bytes pass through a reorder buffer ([`window`]) of at most `--stream-buffer` bytes ahead of
@@ -24,26 +25,82 @@ use hydra_scheme::{
     Offered, Sink, WITHDRAW_POLL,
 };
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use window::Window;
 
 /// Whether `args` ask for the object on standard output (`-o -`).
 pub(super) fn wanted(args: &GetArgs) -> bool {
-    args.output.as_deref() == Some(std::path::Path::new("-"))
+    args.output.as_deref() == Some(Path::new("-"))
 }
 
-/// The options that cannot go with `-o -`: a usage error naming the first.
-pub(super) fn refuse(args: &GetArgs) -> Result<(), Failure> {
+/// Where a stream goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum StreamTo {
+    /// Standard output: `-o -`, or `/dev/stdout` and its aliases.
+    Stdout,
+    /// An existing file that is not a regular one (a device such as /dev/null, a FIFO, a
+    /// socket), or another of this process's descriptors (`/dev/stderr`, `/dev/fd/N`):
+    /// written through in order, as `curl -o` does, and never replaced by a part file renamed
+    /// onto it.
+    Special(PathBuf),
+}
+
+/// Paths that name this process's standard output.
+const STDOUT_ALIASES: [&str; 3] = ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"];
+
+/// Where `args` stream the object to `output` (the output path planned), or `None` for a
+/// regular file, downloaded through a part file.
+pub(super) fn target(args: &GetArgs, output: &Path) -> Option<StreamTo> {
+    if wanted(args) || STDOUT_ALIASES.iter().any(|a| output == Path::new(a)) {
+        return Some(StreamTo::Stdout);
+    }
+    let descriptor = output == Path::new("/dev/stderr")
+        || output
+            .parent()
+            .is_some_and(|d| d == Path::new("/dev/fd") || d == Path::new("/proc/self/fd"));
+    let special = std::fs::metadata(output).is_ok_and(|m| !m.is_file() && !m.is_dir());
+    (descriptor || special).then(|| StreamTo::Special(output.to_path_buf()))
+}
+
+impl StreamTo {
+    /// How messages name it.
+    fn label(&self) -> String {
+        match self {
+            StreamTo::Stdout => "standard output".to_owned(),
+            StreamTo::Special(p) => p.display().to_string(),
+        }
+    }
+
+    /// Opens it for writing: standard output's descriptor, or the file as it is (no create,
+    /// no truncate; a FIFO waits here for its reader).
+    fn open(&self) -> Result<std::fs::File, Failure> {
+        match self {
+            StreamTo::Stdout => stdout(),
+            StreamTo::Special(p) => std::fs::OpenOptions::new()
+                .write(true)
+                .open(p)
+                .map_err(|e| (Exit::Disk, format!("cannot write to {}: {e}", p.display()))),
+        }
+    }
+}
+
+/// The options that cannot go with a stream to `to`: a usage error naming the first.
+pub(super) fn refuse(args: &GetArgs, to: &StreamTo) -> Result<(), Failure> {
+    let shown = match to {
+        StreamTo::Stdout if wanted(args) => "standard output (-o -)".to_owned(),
+        other => format!("{}, which is not a regular file,", other.label()),
+    };
     let why = if args.resume {
-        "-c: a download to standard output (-o -) cannot be resumed: it keeps no part file"
-    } else if args.json {
-        "--json prints events on standard output, where -o - writes the object"
+        format!("-c: a download to {shown} cannot be resumed: it keeps no part file")
+    } else if args.json && *to == StreamTo::Stdout {
+        "--json prints events on standard output, where the object is written".to_owned()
     } else if args.limit_rate.is_some() {
-        "--limit-rate is not applied to a download to standard output (-o -)"
+        format!("--limit-rate is not applied to a download to {shown}")
     } else {
         return Ok(());
     };
-    Err((Exit::Usage, why.to_owned()))
+    Err((Exit::Usage, why))
 }
 
 /// The file name a checksum file's entry is picked by: the output's, or with `-o -` the
@@ -188,8 +245,8 @@ fn stdout() -> Result<std::fs::File, Failure> {
     Ok(std::fs::File::from(fd))
 }
 
-/// Probes, then runs the engine into standard output through a window of `buffer` bytes.
-pub(super) async fn transfer(job: Job, buffer: u64) -> Result<Done, Failure> {
+/// Probes, then runs the engine into `to` through a window of `buffer` bytes.
+pub(super) async fn transfer(job: Job, buffer: u64, to: StreamTo) -> Result<Done, Failure> {
     let Job {
         inputs,
         labels,
@@ -220,7 +277,8 @@ pub(super) async fn transfer(job: Job, buffer: u64) -> Result<Done, Failure> {
     .await?;
     let size = probed.size;
     let algo = checksum.as_ref().map(|c| c.algo);
-    let sink = Arc::new(StreamSink::new(stdout()?, size, buffer, algo));
+    let sink = Arc::new(StreamSink::new(to.open()?, size, buffer, algo));
+    let label = to.label();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let urls: Vec<String> = probed
         .sources
@@ -243,12 +301,12 @@ pub(super) async fn transfer(job: Job, buffer: u64) -> Result<Done, Failure> {
     let engine_done = std::time::Instant::now();
     let limits_seen = shown.await.unwrap_or_default();
     let timeline = crate::timeline::record::finished(recorded).await;
-    let report = ended.map_err(|e| failure(e, &sink))?;
+    let report = ended.map_err(|e| failure(e, &sink, &label))?;
     if let (Some(c), Some(got)) = (&checksum, sink.digest()) {
         if got != c.hex {
             return Err((
                 Exit::Checksum,
-                format!("checksum mismatch: expected {c}, got {got}; {size} bytes were written to standard output"),
+                format!("checksum mismatch: expected {c}, got {got}; {size} bytes were written to {label}"),
             ));
         }
     }
@@ -277,14 +335,14 @@ enum Ended {
     Floor(String),
 }
 
-fn failure<W: Write + Send>(e: Ended, sink: &StreamSink<W>) -> Failure {
+fn failure<W: Write + Send>(e: Ended, sink: &StreamSink<W>, label: &str) -> Failure {
     if sink.reader_left() {
         return (
             Exit::BrokenPipe,
-            "standard output was closed by its reader".to_owned(),
+            format!("{label} was closed by its reader"),
         );
     }
-    let at = format!("{} bytes were written to standard output", sink.out_bytes());
+    let at = format!("{} bytes were written to {label}", sink.out_bytes());
     match e {
         Ended::Failed(e) => {
             let (code, msg) = super::transfer::classify(e);
@@ -302,6 +360,45 @@ const TEST_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn output_args(o: &str) -> GetArgs {
+        use clap::{Args, FromArgMatches};
+        let command = GetArgs::augment_args(clap::Command::new("get")).mut_args(|a| a.env(None));
+        let m = command
+            .try_get_matches_from(["get", "http://h/f", "-o", o])
+            .unwrap();
+        GetArgs::from_arg_matches(&m).unwrap()
+    }
+
+    fn target_of(p: &Path) -> Option<StreamTo> {
+        target(&output_args(&p.display().to_string()), p)
+    }
+
+    #[test]
+    fn outputs_that_are_not_regular_files_are_streamed_and_regular_ones_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let regular = dir.path().join("f");
+        std::fs::write(&regular, b"x").unwrap();
+        assert_eq!(
+            target(&output_args("-"), Path::new("-")),
+            Some(StreamTo::Stdout)
+        );
+        assert_eq!(target_of(Path::new("/dev/stdout")), Some(StreamTo::Stdout));
+        for special in ["/dev/null", "/dev/stderr", "/dev/fd/3"] {
+            assert_eq!(
+                target_of(Path::new(special)),
+                Some(StreamTo::Special(special.into())),
+                "{special}"
+            );
+        }
+        assert_eq!(target_of(&regular), None);
+        assert_eq!(target_of(&dir.path().join("new")), None);
+        assert_eq!(
+            target_of(dir.path()),
+            None,
+            "a directory is refused elsewhere"
+        );
+    }
 
     #[test]
     fn a_write_ahead_of_the_window_waits_until_the_write_point_reaches_it() {
