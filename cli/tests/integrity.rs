@@ -367,3 +367,39 @@ async fn a_mirror_whose_object_changes_mid_transfer_is_dropped_and_the_others_fi
         "the changed mirror is named: {err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_mirrors_that_disagree_with_no_third_are_refused_naming_both() {
+    let size = 1_500_000;
+    let dir = tempfile::tempdir().unwrap();
+    let honest = http_origin(size, 15).await;
+    let liar = http_origin(size, 15).await;
+    liar.set(Misbehaviour {
+        shifted_body: Some(1000),
+        ..Misbehaviour::default()
+    });
+    let out = dir.path().join("o.bin");
+    let (h, l) = (honest.url("/o.bin"), liar.url("/o.bin"));
+    let r = hydra(&args(&[
+        "get",
+        &h,
+        &l,
+        "-o",
+        &path(&out),
+        "--fixed-connections",
+        "2",
+    ]))
+    .await;
+    let err = stderr(&r);
+    // Two sources whose streams disagree: neither can be shown wrong without a third.
+    assert_eq!(r.status.code(), Some(4), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("do not serve the same bytes"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains("in dispute") && line.contains(&h) && line.contains(&l),
+        "{line}"
+    );
+    assert!(!out.exists());
+}

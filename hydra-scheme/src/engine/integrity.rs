@@ -667,6 +667,16 @@ impl Integrity {
         &self.dropped
     }
 
+    /// The sources whose streams disagreed with another's and that were not dropped for it,
+    /// by index: those a refusal leaves in dispute.
+    pub(crate) fn disputed(&self) -> Vec<usize> {
+        self.strikes
+            .keys()
+            .copied()
+            .filter(|s| !self.dropped.iter().any(|d| d.source == *s))
+            .collect()
+    }
+
     /// Why the transfer must be refused, when it must.
     pub(crate) fn refusal(&self) -> Option<&str> {
         self.stuck.as_deref()

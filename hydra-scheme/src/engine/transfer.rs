@@ -347,7 +347,7 @@ impl<'a> Transfer<'a> {
         }
         self.announced = dropped.len();
         if let Some(why) = self.integrity.refusal() {
-            let why = why.to_owned();
+            let why = self.naming_disputed(why);
             fetches::abort_all(&mut self.running);
             return Err(EngineError::Inconsistent(why));
         }
@@ -465,6 +465,21 @@ impl<'a> Transfer<'a> {
         }
     }
 
+    /// `why` the sources were refused, followed by the sources left in dispute.
+    fn naming_disputed(&self, why: &str) -> String {
+        let names: Vec<String> = self
+            .integrity
+            .disputed()
+            .into_iter()
+            .filter_map(|s| self.endpoints.get(s).map(ToString::to_string))
+            .collect();
+        if names.is_empty() {
+            why.to_owned()
+        } else {
+            format!("{why}; in dispute: {}", names.join(", "))
+        }
+    }
+
     /// What the scheduler's outcome asks: once every byte is held, the spot checks, then
     /// every bound is cancelled; when every source has failed, the transfer stops.
     async fn settle(&mut self, now: Duration) -> Result<Turn, EngineError> {
@@ -473,6 +488,7 @@ impl<'a> Transfer<'a> {
         }
         if self.sched.outcome() == Some(Outcome::Complete) {
             if let Some(why) = self.integrity.unresolved() {
+                let why = self.naming_disputed(&why);
                 fetches::abort_all(&mut self.running);
                 return Err(EngineError::Inconsistent(why));
             }
