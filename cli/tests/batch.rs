@@ -436,3 +436,60 @@ async fn kill_when(args: &[String], index: usize, fraction: f64) -> bool {
     assert!(in_time, "the object ended before it could be killed");
     other_done
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_objects_header_lines_go_with_its_requests_and_not_with_the_others() {
+    use wiremock::matchers::{header, method, path as at};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let (size, seed) = (200_000, 31);
+    let body = object(seed, size);
+    let server = MockServer::start().await;
+    // Only /private needs the token; /public refuses any request that carries it.
+    Mock::given(method("GET"))
+        .and(at("/private"))
+        .and(header("Authorization", "Bearer t0ken"))
+        .respond_with(ResponseTemplate::new(200).set_body_bytes(body.clone()))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(at("/public"))
+        .and(header("Authorization", "Bearer t0ken"))
+        .respond_with(ResponseTemplate::new(400))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(at("/public"))
+        .respond_with(ResponseTemplate::new(200).set_body_bytes(body.clone()))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("list.txt");
+    std::fs::write(
+        &list,
+        format!(
+            "{0}/private\n  out=private.bin\n  header=Authorization: Bearer t0ken\n\
+             {0}/public\n  out=public.bin\n",
+            server.uri()
+        ),
+    )
+    .unwrap();
+    let o = hydra(&args(&[
+        "get",
+        "--input-file",
+        &path(&list),
+        "-P",
+        &path(dir.path()),
+        "--no-host-memory",
+    ]))
+    .await;
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    for name in ["private.bin", "public.bin"] {
+        assert!(
+            std::fs::read(dir.path().join(name)).unwrap() == body,
+            "{name}: {err}"
+        );
+    }
+    assert!(!err.contains("t0ken"), "{err}");
+}

@@ -5,8 +5,10 @@
 //! * the lines after it that start with white space (SPACE or TAB) are its options, one
 //!   `NAME=VALUE` a line: `out=` (file name, under `dir=`), `dir=` (directory), `checksum=`
 //!   (`TYPE=HEX` in aria2c's spelling: `sha-1`, `sha-256`, `sha-512`, `md5`; hydra's `sha256`
-//!   and `blake3` are read too); any other aria2c option is ignored with one warning naming
-//!   its file and line;
+//!   and `blake3` are read too), `header=` (`Name: value`, repeatable: sent with that
+//!   object's HTTP requests after `-H`'s, as aria2c does; a malformed one is named by its
+//!   line, never its value); any other aria2c option is ignored with one warning naming its
+//!   file and line;
 //! * lines starting with `#` are comments, blank lines are skipped.
 //! * lines may end in CRLF, and a UTF-8 byte order mark before the first line is ignored.
 //!
@@ -15,6 +17,7 @@
 //! are not.
 
 use crate::checksum::{Algo, Checksum};
+use crate::schemes::ExtraHeader;
 use std::path::PathBuf;
 
 /// One object of the file.
@@ -30,6 +33,8 @@ pub struct Entry {
     pub dir: Option<PathBuf>,
     /// `checksum=`.
     pub checksum: Option<Checksum>,
+    /// Every `header=`, in order.
+    pub headers: Vec<ExtraHeader>,
 }
 
 /// What the file holds.
@@ -92,6 +97,7 @@ pub fn parse(file: &str, text: &str) -> Result<Parsed, InputError> {
             out: None,
             dir: None,
             checksum: None,
+            headers: Vec::new(),
         });
     }
     if parsed.entries.is_empty() {
@@ -133,9 +139,13 @@ fn option(entry: &mut Entry, text: &str) -> Result<Option<String>, String> {
             twice(entry.checksum.is_some())?;
             entry.checksum = Some(checksum(value)?);
         }
+        "header" => {
+            let h = crate::schemes::parse_header(value).map_err(|why| format!("header=: {why}"))?;
+            entry.headers.push(h);
+        }
         _ => {
             return Ok(Some(format!(
-                "aria2c option {name}= ignored (hydra reads out=, dir= and checksum=)"
+                "aria2c option {name}= ignored (hydra reads out=, dir=, checksum= and header=)"
             )))
         }
     }
@@ -190,6 +200,26 @@ mod tests {
             "{}",
             p.warnings[0]
         );
+    }
+
+    #[test]
+    fn header_options_are_kept_in_order_and_a_bad_one_is_named_without_its_value() {
+        let p = parse(
+            "l",
+            "http://a/x\n  header=Authorization: Bearer t0ken\n  header=X-B: 2\n",
+        )
+        .unwrap();
+        let names: Vec<&str> = p.entries[0]
+            .headers
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect();
+        assert_eq!(names, ["Authorization", "X-B"]);
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+        let e = parse("l", "http://a/x\n  header=Bad Name s3cret\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.why.starts_with("header=: "), "{e}");
+        assert!(!e.to_string().contains("s3cret"), "{e}");
     }
 
     #[test]

@@ -119,6 +119,7 @@ fn object(args: &GetArgs, entry: &Entry, ui: Ui) -> Result<run::Object, (Exit, S
     }
     a.output = entry.out.clone();
     a.checksum = entry.checksum.clone();
+    a.header.extend(entry.headers.iter().cloned());
     let plan = plan(&a, ui)?;
     a.output = Some(plan.output.clone());
     a.directory = None;

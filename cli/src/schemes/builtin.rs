@@ -70,7 +70,7 @@ pub(crate) use hydra_scheme_http::ExtraHeader;
 
 /// `-H NAME: VALUE` without the `http` feature: never made (no header is sent).
 #[cfg(not(feature = "http"))]
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ExtraHeader {
     /// Field name.
     pub name: String,
