@@ -173,9 +173,7 @@ impl std::str::FromStr for Checksum {
     fn from_str(s: &str) -> Result<Self, ChecksumError> {
         let Some((a, h)) = s.split_once(['=', ':']) else {
             let hex = s.trim();
-            let algo = [Algo::Md5, Algo::Sha1, Algo::Sha256, Algo::Sha512]
-                .into_iter()
-                .find(|a| a.hex_len() == hex.len())
+            let algo = sums::by_length(hex.len())
                 .filter(|_| hex.bytes().all(|c| c.is_ascii_hexdigit()))
                 .ok_or(ChecksumError::NotAlgoEqualsHex)?;
             return Checksum::new(algo, hex);

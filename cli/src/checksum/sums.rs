@@ -109,7 +109,9 @@ fn gnu(l: &str, algo: Option<Algo>) -> Parsed {
     entry(algo, &name, hex)
 }
 
-fn by_length(n: usize) -> Option<Algo> {
+/// The algorithm a GNU line's digest of `n` hex digits is taken for (BLAKE3's 64 read as
+/// SHA-256's).
+pub(super) fn by_length(n: usize) -> Option<Algo> {
     [Algo::Md5, Algo::Sha1, Algo::Sha256, Algo::Sha512]
         .into_iter()
         .find(|a| a.hex_len() == n)
