@@ -4,11 +4,13 @@
 //! after random delays, bytes reported late and in bursts (the transport runs ahead of what the
 //! scheduler has been told, so shrinks are clamped), failures with and without the buffered
 //! bytes, stale reports for fetches that already ended, sources that die or hang, resumes with
-//! random ranges already held, and both fixed concurrency and the search.
+//! random ranges already held, both fixed concurrency and the search, and consumers that
+//! take bytes in order within a lookahead.
 //!
-//! After every step the held set, every live fetch's owned range and the unassigned set must
-//! partition `[0, S)` — checked byte by byte against a bitmap — and every transfer with a live
-//! source must complete, without remaining work standing still for longer than the window W.
+//! After every step the held set, every live fetch's owned range and the unassigned (and
+//! deferred) sets must partition `[0, S)` — checked byte by byte against a bitmap — and every
+//! transfer with a live source must complete, without remaining work standing still for longer
+//! than the window W.
 //!
 //! The generator is seeded (`PROPTEST_SEED=N` picks another seed) and every failure prints the
 //! minimal world, whose `seed` replays the driver exactly; `HYDRA_TRACE=1` prints every action.
@@ -64,6 +66,8 @@ struct World {
     joins: Vec<u32>,
     /// What an earlier search found on each source's host (missing entries: nothing).
     remembered: Vec<Option<Remembered>>,
+    /// The consumer takes bytes in order, this far ahead of its write point at most.
+    lookahead: Option<u64>,
 }
 
 fn world() -> impl Strategy<Value = World> {
@@ -87,9 +91,10 @@ fn world() -> impl Strategy<Value = World> {
         prop::collection::vec((any::<bool>(), 0u8..3), 4),
         prop::collection::vec(prop_oneof![2 => Just(0u32), 1 => 1u32..40], 4),
         prop::collection::vec(prop::option::of((0usize..7, any::<bool>())), 4),
+        prop_oneof![2 => Just(None), 1 => (1u64..3000).prop_map(Some)],
     )
         .prop_map(
-            |(seed, size, fates, concurrency, resume, capbits, joins, memory)| {
+            |(seed, size, fates, concurrency, resume, capbits, joins, memory, lookahead)| {
                 let caps = fates
                     .iter()
                     .enumerate()
@@ -128,14 +133,16 @@ fn world() -> impl Strategy<Value = World> {
                     resume,
                     joins,
                     remembered,
+                    lookahead,
                 }
             },
         )
 }
 
-fn config(concurrency: Concurrency) -> Config {
+fn config(concurrency: Concurrency, lookahead: Option<u64>) -> Config {
     Config {
         concurrency,
+        lookahead,
         per_host: 4,
         total: 8,
         stall_timeout: Duration::from_secs(1),
@@ -147,7 +154,7 @@ fn config(concurrency: Concurrency) -> Config {
     }
 }
 
-/// Checks that held, owned and unassigned partition `[0, S)`, byte by byte.
+/// Checks that held, owned, unassigned and deferred bytes partition `[0, S)`, byte by byte.
 fn check_partition(s: &Scheduler, step: u32) -> Result<(), TestCaseError> {
     let size = s.size() as usize;
     let mut count = vec![0u8; size];
@@ -166,6 +173,9 @@ fn check_partition(s: &Scheduler, step: u32) -> Result<(), TestCaseError> {
     }
     for r in s.unassigned().iter() {
         mark(r, "unassigned")?;
+    }
+    for r in s.deferred().iter() {
+        mark(r, "deferred")?;
     }
     for (_, _, _, r) in s.in_flight() {
         mark(r, "owned")?;
@@ -188,7 +198,7 @@ struct Run {
 fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
     let at_start = w.joins.iter().filter(|&&j| j == 0).count();
     let specs: Vec<SourceSpec> = (0..at_start).map(|i| spec(w, i)).collect();
-    let mut s = Scheduler::new(w.size, specs, config(w.concurrency));
+    let mut s = Scheduler::new(w.size, specs, config(w.concurrency, w.lookahead));
     s.expect_sources(w.caps.len() - at_start);
     for r in &w.resume {
         s.mark_done(*r);
@@ -200,7 +210,7 @@ fn drive(w: &World, max_steps: u32) -> Result<Run, TestCaseError> {
         .iter()
         .filter(|f| matches!(f, Fate::Hangs(_) | Fate::Dies(_)))
         .count() as u32;
-    let c = config(w.concurrency);
+    let c = config(w.concurrency, w.lookahead);
     let window_w = c.stall_timeout * (1 + unresponsive) + c.max_backoff + Duration::from_secs(2);
     let mut net = Hostile {
         w,
@@ -435,6 +445,13 @@ impl Network for Hostile<'_> {
                 // (A source without ranges may also be asked for a later range, streamed
                 // from 0, when no source with ranges can take it.)
                 prop_assert!(self.w.caps[src].ranged || range.lo < self.w.size);
+                if let Some(ahead) = self.w.lookahead {
+                    let limit = s.write_point() + ahead.max(self.c.min_piece);
+                    prop_assert!(
+                        range.hi <= limit,
+                        "{range} requested past the lookahead's {limit}"
+                    );
+                }
                 self.transports.push(Transport {
                     fetch,
                     source: src,
@@ -591,6 +608,7 @@ fn a_transfer_with_every_source_dead_fails_instead_of_waiting_forever() {
         resume: vec![],
         joins: vec![0, 0],
         remembered: vec![],
+        lookahead: None,
     };
     let run = drive(&w, 6000).unwrap();
     assert!(matches!(run.outcome, Some(Outcome::Failed(_))));
@@ -608,6 +626,7 @@ fn a_transfer_whose_sources_all_died_waits_for_one_still_to_join_and_completes_w
         // Long after the first source is dead (6 failures with backoffs up to 0.8 s).
         joins: vec![0, 150],
         remembered: vec![],
+        lookahead: None,
     };
     let run = drive(&w, 6000).unwrap();
     assert_eq!(run.outcome, Some(Outcome::Complete));
@@ -619,7 +638,7 @@ fn a_resumed_transfer_never_requests_bytes_already_held() {
     let mut s = Scheduler::new(
         4000,
         vec![SourceSpec::new(Capabilities::HTTP)],
-        config(Concurrency::Fixed(3)),
+        config(Concurrency::Fixed(3), None),
     );
     s.mark_done(held);
     s.tick(Duration::ZERO);
@@ -649,6 +668,7 @@ fn a_request_trimmed_after_a_shrink_keeps_only_what_its_fetch_still_owns() {
         resume: vec![],
         joins: vec![0],
         remembered: vec![],
+        lookahead: None,
     };
     property(w).unwrap();
 }
@@ -668,6 +688,7 @@ fn two_lowerings_of_one_fetch_in_one_tick_never_hand_back_what_the_second_freed(
         resume: vec![],
         joins: vec![0, 8],
         remembered: vec![],
+        lookahead: None,
     };
     property(w).unwrap();
 }
@@ -687,6 +708,7 @@ fn a_queued_request_trimmed_away_takes_its_queued_lowering_with_it() {
         resume: vec![ByteRange::new(5261, 5535), ByteRange::new(2581, 2858)],
         joins: vec![0, 19],
         remembered: vec![],
+        lookahead: None,
     };
     property(w).unwrap();
 }

@@ -12,6 +12,7 @@
 //! | `slots.rs` | slot accounting; the `Request`, `Shrink` and `Cancel` actions |
 //! | `assign.rs` | maximal ranges: work-conserving assignment up to the fluid end |
 //! | `split.rs` | splits that are not repairs: a joining source, an admitted connection |
+//! | `lookahead.rs` | an in-order consumer: only bytes near the write point are assigned |
 //! | `search.rs` | the in-band concurrency search |
 //! | `projection.rs` | rates, projected finishes, shared bottlenecks, the backlog level |
 //! | `repair.rs` | divergence-triggered repair |
@@ -22,6 +23,7 @@
 mod assign;
 mod failure;
 mod inputs;
+mod lookahead;
 mod notices;
 mod outcome;
 mod projection;
@@ -59,6 +61,9 @@ pub struct Scheduler {
     slots: Vec<Slot>,
     held: RangeSet,
     unassigned: RangeSet,
+    /// Unassigned bytes past the lookahead ([`Config::lookahead`]): owned by nobody and not
+    /// yet offered to anybody.
+    deferred: RangeSet,
     actions: VecDeque<Action>,
     notices: VecDeque<Notice>,
     next_fetch: u64,
@@ -97,6 +102,7 @@ impl Scheduler {
             slots: Vec::with_capacity(total),
             held: RangeSet::with_capacity(64),
             unassigned,
+            deferred: RangeSet::new(),
             actions: VecDeque::with_capacity(4 * total + 8),
             notices: VecDeque::with_capacity(MAX_NOTICES),
             next_fetch: 0,
@@ -190,6 +196,7 @@ impl Scheduler {
             return;
         }
         self.started = true;
+        self.apply_lookahead();
         self.roll_all(now);
         self.reclaim_stalls(now);
         self.search(now);

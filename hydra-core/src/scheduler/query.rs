@@ -22,9 +22,15 @@ impl Scheduler {
         &self.held
     }
 
-    /// Bytes owned by nobody.
+    /// Bytes owned by nobody and offered for assignment: with a lookahead, those within it.
     pub fn unassigned(&self) -> &RangeSet {
         &self.unassigned
+    }
+
+    /// Bytes owned by nobody and past the lookahead ([`crate::Config::lookahead`]), offered
+    /// once the write point comes near; always empty without one.
+    pub fn deferred(&self) -> &RangeSet {
+        &self.deferred
     }
 
     /// Every live fetch with the range it owns (`[position, far end)`).
@@ -146,13 +152,14 @@ impl Scheduler {
             .map(|f| f.detector.projection_rate())
     }
 
-    /// With nothing unassigned, how long until the last live fetch is projected to end: as
-    /// repairs project it (fetches sharing a bottleneck end together), a fetch its last
-    /// sibling on a bottleneck has just left alone at the pair's rate, and one not yet measured
-    /// at its source's connection rate. `None` while bytes are unassigned, or a live fetch's
-    /// end cannot be projected (its source unmeasured, or it is late or stalled).
+    /// With nothing unassigned or deferred, how long until the last live fetch is projected to
+    /// end: as repairs project it (fetches sharing a bottleneck end together), a fetch its
+    /// last sibling on a bottleneck has just left alone at the pair's rate, and one not yet
+    /// measured at its source's connection rate. `None` while bytes are unassigned or
+    /// deferred, or a live fetch's end cannot be projected (its source unmeasured, or it is
+    /// late or stalled).
     pub fn projected_end(&self, now: Duration) -> Option<Duration> {
-        if !self.unassigned.is_empty() {
+        if !self.unassigned.is_empty() || !self.deferred.is_empty() {
             return None;
         }
         let now = self.now.max(now);

@@ -20,7 +20,8 @@
 //! makespan — a max, not a sum, and no sooner on either side of the move than the backlog
 //! level — improves by more than `δ + preempt`; any unmeasured quantity refuses. Victim and
 //! taker must be warm and settled (medium vs reference within 15 %), except a victim graded
-//! collapsing. Every guard can be switched off through [`crate::RepairPolicy`].
+//! collapsing, and a warm victim while work waits on an in-order consumer's write point
+//! ([`Scheduler::held_back`]). Every guard can be switched off through [`crate::RepairPolicy`].
 
 use super::failure::Collapse;
 use super::projection::{backlog_level, equalise, Finisher, Load};
@@ -155,7 +156,7 @@ impl Scheduler {
             let s = &self.slots[vi];
             let f = s.fetch.as_ref().expect("live");
             (
-                f.detector.is_settled(),
+                f.detector.is_settled() || (self.held_back() && f.detector.is_warm()),
                 f.detector.projection_rate(),
                 f.left() as f64,
                 s.source,
