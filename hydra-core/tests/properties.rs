@@ -712,3 +712,45 @@ fn a_queued_request_trimmed_away_takes_its_queued_lowering_with_it() {
     };
     property(w).unwrap();
 }
+
+/// Found by the long run: each fetch was moved for lateness before the stall timeout, so
+/// neither source was ever charged a failure and the transfer never ended.
+#[test]
+fn two_sources_that_never_answer_are_found_dead_rather_than_passing_the_work_between_them() {
+    let w = World {
+        seed: 10_338_709_418_073_463_906,
+        size: 4375,
+        fates: vec![Fate::Hangs(16), Fate::Hangs(19)],
+        caps: vec![Capabilities::HTTP; 2],
+        concurrency: Concurrency::Search { start: 1 },
+        resume: vec![ByteRange::new(2454, 3244)],
+        joins: vec![0, 0],
+        remembered: vec![Some(Remembered {
+            connections: 2,
+            at_ceiling: false,
+            additivity: Some(0.6),
+            conn_rate: None,
+        })],
+        lookahead: None,
+    };
+    property(w).unwrap();
+}
+
+/// Found by the long run: the write point's bytes went back and forth between two sources
+/// that had stopped answering while the working one, its rate unmeasured after tiny pieces,
+/// sat idle.
+#[test]
+fn an_idle_working_source_takes_the_write_points_bytes_from_sources_that_stopped_answering() {
+    let w = World {
+        seed: 9_517_155_079_507_286_482,
+        size: 4564,
+        fates: vec![Fate::Hangs(74), Fate::Reliable, Fate::Hangs(36)],
+        caps: vec![Capabilities::HTTP; 3],
+        concurrency: Concurrency::Fixed(1),
+        resume: vec![],
+        joins: vec![0, 0, 0],
+        remembered: vec![],
+        lookahead: Some(120),
+    };
+    property(w).unwrap();
+}

@@ -22,12 +22,16 @@
 //! taker must be warm and settled (medium vs reference within 15 %), except a victim graded
 //! collapsing, and a warm victim while work waits on an in-order consumer's write point
 //! ([`Scheduler::held_back`]). Every guard can be switched off through [`crate::RepairPolicy`].
+//!
+//! **A victim that never answered**: a late one (nothing since its request, see
+//! `failure.rs`) may go to an idle slot whose rate is unmeasured, at its expected rate, and
+//! its move is a failure of its source, which then waits as long as it was silent.
 
 use super::failure::Collapse;
 use super::projection::{backlog_level, equalise, Finisher, Load};
 use super::{Notice, Scheduler};
 use crate::detector::Grade;
-use crate::types::{ByteRange, ConnId, SourceId};
+use crate::types::{ByteRange, ConnId, Failure, SourceId};
 use std::time::Duration;
 
 /// A candidate to take work in a repair.
@@ -302,8 +306,11 @@ impl Scheduler {
         }
     }
 
-    /// Idle slots that may start now.
+    /// Idle slots that may start now. A slot whose source's rate is not measured is one only
+    /// for a victim whose path collapsed, at its expected rate: that work must leave anyway,
+    /// and an idle source is a better bet than one that has stopped answering.
     fn idle_takers(&self, v: &Victim, now: Duration, visit: &mut dyn FnMut(Taker)) {
+        let (mean, _) = self.mean_conn_rate();
         for src in self.source_ids() {
             if !self.sources[src].spec.caps.ranged || self.open_slots(src, now) == 0 {
                 continue;
@@ -312,9 +319,10 @@ impl Scheduler {
                 continue;
             };
             let reusable = self.slot_get(slot).is_some_and(|s| s.reusable);
-            let (Some(delta), Some(rate)) =
-                (self.sources[src].delta_for(reusable), self.conn_rate(src))
-            else {
+            let rate = self.conn_rate(src).or_else(|| {
+                (v.how == Collapse::Path && src != v.src).then(|| self.expected_rate(src, mean))
+            });
+            let (Some(delta), Some(rate)) = (self.sources[src].delta_for(reusable), rate) else {
                 continue;
             };
             visit(Taker {
@@ -508,9 +516,22 @@ impl Scheduler {
     /// idle taker, and records the repair.
     fn execute_move(&mut self, v: &Victim, m: Move, gain: f64, now: Duration) {
         let victim = self.slots[v.slot].fetch.as_ref().expect("live").id;
+        let silent = self.is_late(v.slot, now).then(|| {
+            let f = self.slots[v.slot].fetch.as_ref().expect("live");
+            now.saturating_sub(f.requested_at)
+        });
         let Some(MovedTo { bytes, slot }) = self.cut_victim(v, m, now) else {
             return;
         };
+        if let Some(silent) = silent {
+            // Nothing since its request: a failure of its source, which then waits at least
+            // as long as it was silent, as after a stall. Otherwise sources that take requests
+            // and never answer pass the work between them, each move before the stall
+            // timeout, and are never found dead while a working source sits idle.
+            self.source_failed(v.src, Failure::Transient, now);
+            let s = &mut self.sources[v.src];
+            s.backoff_until = s.backoff_until.max(now + silent);
+        }
         self.stats.repairs += 1;
         let d = m.taker.delta.max(0.0);
         self.quiet_until = now + Duration::from_secs_f64(d.min(60.0));
