@@ -66,6 +66,14 @@ pub trait Sink: Send + Sync {
         let _ = (offset, buf);
         Err(io::ErrorKind::Unsupported.into())
     }
+    /// How far ahead of its write point (the end of the bytes written from byte 0) this sink
+    /// takes bytes without holding a write back: a reorder buffer's size, for a sink that
+    /// writes in order. The engine then has the scheduler assign only bytes within it
+    /// ([`hydra_core::Config::lookahead`], unless the engine's configuration sets one).
+    /// `None`, the default: bytes are taken at any offset at once.
+    fn lookahead(&self) -> Option<u64> {
+        None
+    }
     /// Forgets that the bytes of `range` were written: they are no longer trusted and will be
     /// written again (not counted as overlap then). `false` when the sink cannot forget, and
     /// the engine then refuses the transfer instead of fetching them again.

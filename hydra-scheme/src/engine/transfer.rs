@@ -99,7 +99,9 @@ impl<'a> Transfer<'a> {
     ) -> Self {
         let specs: Vec<_> = probed.sources.iter().map(spec_of).collect();
         let ranged = specs.iter().map(|s| s.caps.ranged).collect();
-        let mut sched = Scheduler::new(probed.size, specs, opts.config.clone());
+        let mut config = opts.config.clone();
+        config.lookahead = config.lookahead.or_else(|| sink.lookahead());
+        let mut sched = Scheduler::new(probed.size, specs, config);
         sched.expect_sources(joining.pending);
         for r in already.iter() {
             sched.mark_done(r);
