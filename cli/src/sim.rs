@@ -8,7 +8,7 @@ use std::process::ExitCode;
 /// Arguments of `hydra sim`.
 #[derive(Debug, Args)]
 pub struct SimArgs {
-    /// The experiment: storm, collapse, sweep, failure or opening.
+    /// The experiment: storm, collapse, sweep, failure, opening or stream.
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(EXPERIMENTS))]
     pub experiment: String,
     /// Seeds per row (seeds 0..N).

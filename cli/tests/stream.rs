@@ -28,9 +28,10 @@ async fn a_multi_mirror_stream_to_a_pipe_is_the_object_in_order_and_leaves_no_fi
         &urls[2],
         "-o",
         "-",
-        // Far smaller than the object: fetches ahead of the window wait.
+        // Far smaller than the object: every mirror fetches pieces near the write point,
+        // the first split already giving each of them one.
         "--stream-buffer",
-        "128k",
+        "1M",
         "--no-host-memory",
         "--summary-json",
         &summary.display().to_string(),

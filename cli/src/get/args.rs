@@ -83,7 +83,7 @@ pub struct GetArgs {
     #[arg(long, value_name = "ALGO", env = "HYDRA_CHECKSUM_ALGO")]
     pub checksum_algo: Option<Algo>,
     /// With -o -: bytes the stream holds at most, ahead of the write point and (a quarter, at
-    /// most 1 MiB) just written out (suffixes k, M, G); fetches further ahead wait.
+    /// most 1 MiB) just written out (suffixes k, M, G); nothing further ahead is fetched.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "16M", env = "HYDRA_STREAM_BUFFER")]
     pub stream_buffer: u64,
     /// Read defaults from FILE instead of $XDG_CONFIG_HOME/hydra/config.toml.

@@ -3,7 +3,10 @@
 //!
 //! No part file or control file is made (so `-c` is refused) and no file is left behind. The
 //! bytes pass through a reorder buffer ([`window`]) of at most `--stream-buffer` bytes ahead of
-//! the write point: a fetch whose write would land further ahead waits in
+//! the write point. The part of it ahead of the write point is the sink's
+//! [`Sink::lookahead`], and the scheduler assigns no byte past it, so fetches do not wait on
+//! the buffer and a slow mirror holding the write point is repaired like any laggard; a fetch
+//! whose write would still land further ahead (a lookahead under a minimum piece) waits in
 //! [`Sink::write_at`] (outside the runtime's cooperative scheduling, `block_in_place`) until
 //! the write point moves, so the buffer never grows past its size and the sources are slowed
 //! by flow control. A waiting write whose fetch is cancelled is withdrawn ([`Sink::offer_at`]):
@@ -233,6 +236,9 @@ impl<W: Write + Send> Sink for StreamSink<W> {
     fn forget(&self, range: ByteRange) -> bool {
         self.lock().forget(range)
     }
+    fn lookahead(&self) -> Option<u64> {
+        Some(self.lock().ahead())
+    }
 }
 
 /// Standard output, unbuffered (the window writes whole pieces).
@@ -250,13 +256,15 @@ pub(super) async fn transfer(job: Job, buffer: u64, to: StreamTo) -> Result<Done
     let Job {
         inputs,
         labels,
-        engine: engine_opts,
+        engine: mut engine_opts,
         checksum,
         floors,
         ui,
         timeline,
         ..
     } = job;
+    // Set before the sources are prepared: the opening's connections depend on it.
+    engine_opts.config.lookahead = Some(window::ahead(buffer));
     let Chosen {
         probed,
         joining,
@@ -419,6 +427,20 @@ mod tests {
         ahead.join().unwrap().unwrap();
         sink.finish().unwrap();
         assert_eq!(sink.out_bytes(), 200);
+    }
+
+    #[test]
+    fn a_write_ending_at_the_declared_lookahead_is_taken_at_once_and_one_byte_more_is_not() {
+        // The scheduler assigns nothing past the lookahead the sink declares: that promise
+        // holds only if the sink takes every such write without holding it back.
+        for limit in [100u64, 4 << 20, 16 << 20] {
+            let sink = StreamSink::new(Vec::new(), 64 << 20, limit, None);
+            let ahead = sink.lookahead().expect("a stream declares one");
+            assert_eq!(ahead, limit - (limit / 4).min(1 << 20), "buffer {limit}");
+            let w = sink.lock();
+            assert!(w.admits(1, (ahead - 1) as usize), "buffer {limit}");
+            assert!(!w.admits(1, ahead as usize), "buffer {limit}");
+        }
     }
 
     #[test]

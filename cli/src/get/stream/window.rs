@@ -20,6 +20,11 @@ fn history_cap(limit: u64) -> usize {
     (limit / 4).min(HISTORY_BYTES as u64) as usize
 }
 
+/// Of a buffer of `limit` bytes, the part that holds bytes ahead of the write point.
+pub(super) fn ahead(limit: u64) -> u64 {
+    (limit - history_cap(limit) as u64).max(1)
+}
+
 /// The state of one stream.
 pub(super) struct Window<W> {
     out: W,
@@ -50,7 +55,7 @@ impl<W: Write> Window<W> {
         Window {
             out,
             size,
-            ahead: (limit - history_cap as u64).max(1),
+            ahead: ahead(limit),
             history_cap,
             next: 0,
             pending: BTreeMap::new(),
@@ -61,6 +66,11 @@ impl<W: Write> Window<W> {
             hasher,
             broken: None,
         }
+    }
+
+    /// Bytes held ahead of the write point at most.
+    pub(super) fn ahead(&self) -> u64 {
+        self.ahead
     }
 
     /// Whether a write of `len` bytes at `offset` may go in now: it starts at or below the
