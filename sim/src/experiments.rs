@@ -20,6 +20,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("sweep", include_str!("../scenarios/sweep.toml")),
     ("failure", include_str!("../scenarios/failure.toml")),
     ("opening", include_str!("../scenarios/opening.toml")),
+    ("stream", include_str!("../scenarios/stream.toml")),
 ];
 
 /// The shipped scenario called `name`.
@@ -31,7 +32,13 @@ pub fn scenario(name: &str) -> Option<Scenario> {
 }
 
 /// The names of the experiments.
-pub const EXPERIMENTS: &[&str] = &["storm", "collapse", "sweep", "failure", "opening"];
+pub const EXPERIMENTS: &[&str] = &["storm", "collapse", "sweep", "failure", "opening", "stream"];
+
+/// The lookaheads of the `stream` experiment's rows ([`hydra_core::Config::lookahead`]):
+/// what `--stream-buffer` 64, 16 and 4 MiB hold ahead of the write point (three quarters, up
+/// to 1 MiB kept behind it). `None`: a file.
+pub const STREAM_LOOKAHEADS: [Option<u64>; 4] =
+    [None, Some(63 << 20), Some(15 << 20), Some(3 << 20)];
 
 /// Fitted excess exponent of one arm over the sweep.
 #[derive(Debug, Clone, Serialize)]
@@ -134,6 +141,36 @@ pub fn run_experiment(name: &str, opts: &ExperimentOptions) -> Option<Report> {
             }
             for n in [1usize, 2, 4] {
                 rows.push(fixed(Arm::Hydra, n));
+            }
+        }
+        "stream" => {
+            // The default search, as `hydra get -o -` runs it; the row's `n` is the lookahead
+            // in MiB (0: none, a file). Then, as `stream/1`, each lookahead again with one
+            // connection per source before evidence (`SearchPolicy::start_in_order` = 1).
+            for (arm, in_order) in [("stream", 2), ("stream/1", 1)] {
+                for ahead in STREAM_LOOKAHEADS {
+                    if ahead.is_none() && in_order == 1 {
+                        continue;
+                    }
+                    let mut sum = summarise(
+                        Arm::Hydra,
+                        ahead.map_or(0, |a| (a >> 20) as usize),
+                        &many(&sc, seeds, |s| {
+                            let mut o = RunOptions {
+                                concurrency: Concurrency::Search { start: 1 },
+                                ..RunOptions::new(Arm::Hydra, 1, s)
+                            };
+                            o.config.lookahead = ahead;
+                            o.config.search.start_in_order = in_order;
+                            o
+                        }),
+                    );
+                    sum.arm = if ahead.is_some() { arm } else { "file" };
+                    rows.push(Row {
+                        size: sc.object_size.0,
+                        summary: sum,
+                    });
+                }
             }
         }
         "failure" => {
