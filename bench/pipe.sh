@@ -7,7 +7,10 @@
 # Runs, each through a fresh faultnet proxy (the collapse replays): hydra to a file (-o FILE:
 # no reorder buffer; the baseline), then hydra to a pipe with each --stream-buffer size given.
 # Peak RSS is /usr/bin/time -v's "Maximum resident set size" of the hydra process. The bound
-# a pipe run is held to: its peak RSS ≤ the file run's peak RSS + the --stream-buffer size.
+# a pipe run is held to: its peak RSS ≤ the file run's peak RSS + the --stream-buffer size +
+# one connection's buffers (464 KiB: hyper's read buffer, at most 408 KiB, and the writer's
+# coalescing buffer, 64 KiB, rounded up) per mirror, for the second connection a stream opens
+# on each mirror where a file's search starts at one (docs/cli.md, "A stream to a pipe").
 # Loopback only; every origin and proxy takes a port the kernel picks (port 0).
 #
 # Usage: bash bench/pipe.sh [BUFFER…]   (default: 16M 4M; suffixes as --stream-buffer)
@@ -104,13 +107,14 @@ for b in "${BUFFERS[@]}"; do
   line=$(run "pipe-$b" - --stream-buffer "$b")
   echo "$line"
   rss=$(echo "$line" | cut -f3)
-  python3 - "$b" "$rss" "$BASE" <<'PY'
+  python3 - "$b" "$rss" "$BASE" "$NLINKS" <<'PY'
 import sys
-b, rss, base = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+b, rss, base, links = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 units = {"k": 1 << 10, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 n = int(b[:-1]) * units[b[-1]] if b[-1] in units else int(b)
-bound = base + n // 1024
-print(f"  bound for {b}: {base} + {n // 1024} = {bound} KiB; peak {rss} KiB: "
+conns = 464 * links
+bound = base + n // 1024 + conns
+print(f"  bound for {b}: {base} + {n // 1024} + {conns} = {bound} KiB; peak {rss} KiB: "
       f"{'within' if rss <= bound else 'OVER'} ({rss - base:+d} KiB over the file run)")
 PY
 done
