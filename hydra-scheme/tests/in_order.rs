@@ -7,6 +7,7 @@
 
 #[macro_use]
 mod common;
+use common::byte_at;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,16 +17,12 @@ use hydra_core::{ByteRange, Config};
 use hydra_scheme::{
     engine::{Engine, EngineOptions, SourceInput},
     Endpoint, ErrorKind, FetchOutcome, FetchRequest, MemorySink, Probe, RangeSet, Scheme,
-    SchemeError, Sink, Validator,
+    SchemeError, Sink,
 };
 
 const SIZE: u64 = 4 << 20;
 const LOOKAHEAD: u64 = 512 * 1024;
 const LIMIT: Duration = Duration::from_secs(120);
-
-fn byte_at(offset: u64) -> u8 {
-    (offset % 251) as u8
-}
 
 /// A source delivering `chunk` bytes per millisecond.
 struct Mirror {
@@ -37,14 +34,7 @@ impl Scheme for Mirror {
     test_scheme_identity!("mirror");
 
     async fn probe(&self, _endpoint: &Endpoint) -> Result<Probe, SchemeError> {
-        Ok(Probe {
-            size: SIZE,
-            ranged: true,
-            validator: Some(Validator::Strong("\"v1\"".into())),
-            last_modified: None,
-            connect: Duration::ZERO,
-            first_byte: Duration::from_millis(2),
-        })
+        Ok(common::ranged_probe(SIZE, Duration::from_millis(2)))
     }
 
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {

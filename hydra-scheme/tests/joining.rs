@@ -6,6 +6,7 @@
 
 #[macro_use]
 mod common;
+use common::byte_at;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use hydra_core::{Concurrency, Config};
 use hydra_scheme::{
     engine::{Engine, EngineOptions, Report, SourceInput},
     Endpoint, ErrorKind, FetchOutcome, FetchRequest, MemorySink, Probe, RangeSet, Scheme,
-    SchemeError, Sink, Validator,
+    SchemeError, Sink,
 };
 
 const SIZE: u64 = 512 * 1024;
@@ -24,10 +25,6 @@ const CHUNK: u64 = 4096;
 /// Far longer than any test's own deadline: waiting for it fails the test.
 const NEVER: Duration = Duration::from_secs(3600);
 const LIMIT: Duration = Duration::from_secs(60);
-
-fn byte_at(offset: u64) -> u8 {
-    (offset % 251) as u8
-}
 
 struct Fake {
     /// `None`: the probe never answers.
@@ -55,14 +52,7 @@ impl Scheme for Fake {
             Some(d) => tokio::time::sleep(d).await,
             None => std::future::pending::<()>().await,
         }
-        Ok(Probe {
-            size: self.size,
-            ranged: true,
-            validator: Some(Validator::Strong("\"v1\"".into())),
-            last_modified: None,
-            connect: Duration::ZERO,
-            first_byte: Duration::from_millis(2),
-        })
+        Ok(common::ranged_probe(self.size, Duration::from_millis(2)))
     }
 
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {

@@ -9,6 +9,7 @@
 
 #[macro_use]
 mod common;
+use common::byte_at;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +20,7 @@ use hydra_scheme::engine::PieceCheck;
 use hydra_scheme::{
     engine::{Engine, EngineError, EngineEvent, EngineOptions, Report, SourceInput},
     Endpoint, ErrorKind, FetchOutcome, FetchRequest, MemorySink, Probe, RangeSet, Scheme,
-    SchemeError, Validator,
+    SchemeError,
 };
 use tokio::sync::mpsc;
 
@@ -28,10 +29,6 @@ const SIZE: u64 = 512 * 1024;
 const PIECE: u64 = 64 * 1024;
 const CHUNK: u64 = 4096;
 const LIMIT: Duration = Duration::from_secs(60);
-
-fn byte_at(offset: u64) -> u8 {
-    (offset % 251) as u8
-}
 
 /// A source of the object; a corrupt one inverts the middle byte of every piece.
 struct Mirror {
@@ -43,14 +40,7 @@ impl Scheme for Mirror {
     test_scheme_identity!("mirror");
 
     async fn probe(&self, _endpoint: &Endpoint) -> Result<Probe, SchemeError> {
-        Ok(Probe {
-            size: SIZE,
-            ranged: true,
-            validator: Some(Validator::Strong("\"v1\"".into())),
-            last_modified: None,
-            connect: Duration::ZERO,
-            first_byte: Duration::from_millis(2),
-        })
+        Ok(common::ranged_probe(SIZE, Duration::from_millis(2)))
     }
 
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {

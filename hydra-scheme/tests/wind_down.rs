@@ -16,6 +16,7 @@
 
 #[macro_use]
 mod common;
+use common::byte_at;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -26,7 +27,7 @@ use hydra_core::{Concurrency, Config};
 use hydra_scheme::{
     engine::{Engine, EngineOptions, Report, SourceInput},
     Endpoint, ErrorKind, FetchOutcome, FetchRequest, MemorySink, Probe, RangeSet, Scheme,
-    SchemeError, Sink, Validator,
+    SchemeError, Sink,
 };
 
 const SIZE: u64 = 256 * 1024;
@@ -38,10 +39,6 @@ const HUNG_AFTER_CHUNKS: u64 = 8;
 const CONFESSES_AFTER: Duration = Duration::from_millis(100);
 /// Chunks the silent source writes before it stops.
 const SILENT_AFTER_CHUNKS: u64 = 4;
-
-fn byte_at(offset: u64) -> u8 {
-    (offset % 251) as u8
-}
 
 /// Counts the hung fetches whose future was dropped (the task ended or was aborted).
 struct DropCount(Arc<AtomicUsize>);
@@ -95,14 +92,7 @@ impl Scheme for Fake {
     test_scheme_identity!("fake");
 
     async fn probe(&self, _endpoint: &Endpoint) -> Result<Probe, SchemeError> {
-        Ok(Probe {
-            size: SIZE,
-            ranged: true,
-            validator: Some(Validator::Strong("\"v1\"".into())),
-            last_modified: None,
-            connect: Duration::ZERO,
-            first_byte: Duration::from_millis(10),
-        })
+        Ok(common::ranged_probe(SIZE, Duration::from_millis(10)))
     }
 
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
