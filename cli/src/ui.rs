@@ -162,7 +162,9 @@ pub async fn run(
                     say(&bars, format!("  {line}"));
                 }
             }
-            EngineEvent::Joined { source, endpoint } => {
+            EngineEvent::Joined {
+                source, endpoint, ..
+            } => {
                 if ui.json {
                     emit("joined", json!({"source": source, "url": endpoint}));
                 }

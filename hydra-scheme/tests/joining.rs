@@ -31,6 +31,8 @@ struct Fake {
     probe_after: Option<Duration>,
     size: u64,
     gap: Duration,
+    /// Serves byte `i + shift` at offset `i` (0: the object).
+    shift: u64,
     fetches: AtomicUsize,
 }
 
@@ -39,6 +41,7 @@ fn fake(probe_after: Option<Duration>, size: u64, gap: Duration) -> Arc<Fake> {
         probe_after,
         size,
         gap,
+        shift: 0,
         fetches: AtomicUsize::new(0),
     })
 }
@@ -63,7 +66,8 @@ impl Scheme for Fake {
         w.first_byte();
         while w.remaining() > 0 {
             let n = w.remaining().min(CHUNK);
-            let chunk: Vec<u8> = (w.offset()..w.offset() + n).map(byte_at).collect();
+            let at = w.offset() + self.shift;
+            let chunk: Vec<u8> = (at..at + n).map(byte_at).collect();
             if let Err(e) = w.write(&chunk) {
                 return FetchOutcome::Failed(SchemeError::new(&request.endpoint, ErrorKind::Io(e)));
             }
@@ -394,4 +398,43 @@ async fn a_late_answer_the_policy_calls_a_misfit_never_joins_the_transfer() {
         left[0].contains(":2/") && left[0].ends_with("another object than recorded; left out"),
         "{left:?}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn bytes_no_other_source_checked_wait_for_a_source_still_probing_to_vouch() {
+    // The liar answers at once and serves every byte one off, in one stream, before the
+    // honest mirror answers (at 300 ms): nothing but that mirror can contradict it.
+    let liar = Arc::new(Fake {
+        shift: 1,
+        ..Arc::into_inner(fake(Some(Duration::ZERO), SIZE, Duration::ZERO)).expect("one owner")
+    });
+    let honest = fake(
+        Some(Duration::from_millis(300)),
+        SIZE,
+        Duration::from_millis(1),
+    );
+    let e = engine();
+    let sink = Arc::new(MemorySink::new(SIZE as usize));
+    let go = async {
+        let (probed, joining) = e
+            .probe_first(vec![input(1, &liar), input(2, &honest)])
+            .await
+            .expect("probe");
+        assert_eq!(probed.sources.len(), 1, "the honest mirror answers late");
+        e.run_joining(&probed, sink.clone(), &RangeSet::new(), None, joining)
+            .await
+    };
+    let result = tokio::time::timeout(LIMIT, go).await.expect("in time");
+    assert!(
+        honest.fetches.load(Ordering::SeqCst) >= 1,
+        "the late mirror was never asked"
+    );
+    if let Ok(report) = result {
+        let exact = sink
+            .contents()
+            .iter()
+            .enumerate()
+            .all(|(i, &b)| b == byte_at(i as u64));
+        assert!(exact, "reported complete with the liar's bytes: {report:?}");
+    }
 }

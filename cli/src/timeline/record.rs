@@ -58,7 +58,9 @@ impl Recorder {
         match ev {
             EngineEvent::Progress(p) => self.progress(t, p),
             EngineEvent::Notice(n) => self.notice(t, n),
-            EngineEvent::Joined { source, endpoint } => self.name(*source, endpoint),
+            EngineEvent::Joined {
+                source, endpoint, ..
+            } => self.name(*source, endpoint),
             EngineEvent::Dropped { source, .. } => {
                 self.mark(t, MarkKind::SourceLost { source: *source })
             }
@@ -407,6 +409,14 @@ mod tests {
         let joined = EngineEvent::Joined {
             source: 2,
             endpoint: "ftp://u:pw@late/x".to_owned(),
+            probe: hydra_scheme::Probe {
+                size: 10,
+                ranged: true,
+                validator: None,
+                last_modified: None,
+                connect: Duration::ZERO,
+                first_byte: Duration::ZERO,
+            },
         };
         r.record(ms(1), &joined);
         let t = r.finish();

@@ -1,6 +1,7 @@
 //! What a running transfer tells a person or a log: events and progress snapshots.
 
 use super::PieceFailure;
+use crate::probe::Probe;
 use hydra_core::{ByteRange, ConnId, LimitReason, Notice, Scheduler, SourceId};
 use std::time::Duration;
 
@@ -18,6 +19,9 @@ pub enum EngineEvent {
         source: usize,
         /// Its endpoint.
         endpoint: String,
+        /// What its probe saw (a caller that records the sources of a download, to resume
+        /// it, records this one too).
+        probe: Probe,
     },
     /// A source was dropped during the transfer (its object changed, its streams do not start
     /// where they were asked to, or pieces it served failed their hashes); what it delivered

@@ -66,6 +66,8 @@ pub(super) struct Transfer<'a> {
     announced: usize,
     /// Which source delivered which bytes, for the piece hashes ([`EngineOptions::pieces`]).
     pieces: Pieces,
+    /// When every byte was first held (the spot checks' wait for a witness runs from then).
+    held_at: Option<Duration>,
 }
 
 /// What the loop does after a turn.
@@ -143,6 +145,7 @@ impl<'a> Transfer<'a> {
             integrity,
             announced: 0,
             pieces,
+            held_at: None,
         }
     }
 
@@ -203,6 +206,7 @@ impl<'a> Transfer<'a> {
         self.emit(EngineEvent::Joined {
             source: usize::from(id.0),
             endpoint: s.input.endpoint.to_string(),
+            probe: s.probe.clone(),
         });
         self.sources.push(s.clone());
         self.joined.push(s);
@@ -482,10 +486,14 @@ impl<'a> Transfer<'a> {
         }
     }
 
-    /// What the scheduler's outcome asks: once every byte is held, the spot checks, then
-    /// every bound is cancelled; when every source has failed, the transfer stops.
+    /// What the scheduler's outcome asks: once every byte is held, the spot checks (after
+    /// waiting for a witness, see [`Transfer::awaits_witness`]), then every bound is
+    /// cancelled; when every source has failed, the transfer stops.
     async fn settle(&mut self, now: Duration) -> Result<Turn, EngineError> {
         if self.sched.outcome() == Some(Outcome::Complete) {
+            if self.awaits_witness(now) {
+                return Ok(Turn::Wait);
+            }
             self.spot_check(now).await;
         }
         if self.sched.outcome() == Some(Outcome::Complete) {
@@ -514,10 +522,35 @@ impl<'a> Transfer<'a> {
         }
     }
 
+    /// Whether the spot checks wait for a source still probing: some bytes that nothing
+    /// checked have no live source but their own to ask, a given source has not answered
+    /// yet, and less than the closing checks' limit has passed since every byte was held.
+    /// Without it, the fastest mirror's word would be final whenever the others were slow
+    /// to answer (chaos seed 1013: exit 0 with a shifted mirror's bytes on a resume).
+    fn awaits_witness(&mut self, now: Duration) -> bool {
+        let since = *self.held_at.get_or_insert(now);
+        if !self.joining.is_open() || now.saturating_sub(since) >= self.opts.closing_limit() {
+            return false;
+        }
+        let able = self.able_witnesses();
+        self.integrity
+            .unvouched()
+            .iter()
+            .any(|&(source, _)| able.iter().all(|&w| w == source))
+    }
+
+    /// Sources that can vouch for another's bytes: live, and serving ranges.
+    fn able_witnesses(&self) -> Vec<usize> {
+        (0..self.sources.len())
+            .filter(|&i| self.ranged[i] && !self.sched.is_dead(SourceId(i as u16)))
+            .collect()
+    }
+
     /// Asks other live sources to vouch for bytes nothing has checked (see `vouch`).
     async fn spot_check(&mut self, now: Duration) {
-        let witnesses: Vec<vouch::Witness> = (0..self.sources.len())
-            .filter(|&i| self.ranged[i] && !self.sched.is_dead(SourceId(i as u16)))
+        let witnesses: Vec<vouch::Witness> = self
+            .able_witnesses()
+            .into_iter()
             .map(|i| vouch::Witness {
                 index: i,
                 scheme: self.sources[i].input.scheme.clone(),
