@@ -10,14 +10,15 @@ use crate::exit::Exit;
 use crate::ui::{self, emit, Ui};
 use hydra_scheme::Sink as _;
 use hydra_scheme::{
-    engine::{Engine, EngineError, Probed},
+    engine::{Engine, EngineError, EngineEvent, Probed},
     FileSink, RangeSet,
 };
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
 /// How the engine's run ended.
@@ -101,9 +102,12 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
     }
     let sink = Arc::new(sink);
 
-    let (stop_tx, ck) = spawn_checkpoints(&sink, &control, &ctl_path);
+    let control = Arc::new(Mutex::new(control));
+    let joined = Arc::new(Notify::new());
+    let (stop_tx, ck) = spawn_checkpoints(&sink, &control, &ctl_path, joined.clone());
 
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let rx = record_joiners(rx, control.clone(), joined);
     let urls: Vec<String> = probed
         .sources
         .iter()
@@ -153,7 +157,9 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
 }
 
 /// The control file of the run `-c` resumes, when there is one to resume; says why not
-/// otherwise.
+/// otherwise. One that records no durable byte has nothing to continue: the run starts over
+/// as a fresh download, whose sources are held to the quorum rather than to a record that a
+/// kill before the first checkpoint left without the sources that joined in flight.
 fn previous_run(
     resume: bool,
     ctl_path: &Path,
@@ -165,7 +171,7 @@ fn previous_run(
         return None;
     }
     match (Control::load(ctl_path), part.exists()) {
-        (Ok(c), true) if !c.sources.is_empty() => return Some(c),
+        (Ok(c), true) if !c.sources.is_empty() && !c.written.is_empty() => return Some(c),
         (Err(e), true) if ctl_path.exists() => warn(
             ui,
             &ctl_path.display().to_string(),
@@ -276,12 +282,50 @@ fn disk(what: &str, p: &Path, e: std::io::Error) -> Failure {
     (Exit::Disk, format!("cannot {what} {}: {e}", p.display()))
 }
 
-/// Checkpoints every 500 ms until told to stop: the written set, then fsync, then the
-/// control file at `path`.
+/// Passes the engine's events on, adding each source that joins in flight to the control
+/// file's sources and asking for a checkpoint at once (`joined`): a resume then lets it
+/// continue the object it helped write, as it does the sources of the first split, instead of
+/// leaving it out as unrecorded, which could leave one source of the kept bytes with nobody
+/// to check it.
+fn record_joiners(
+    mut rx: UnboundedReceiver<EngineEvent>,
+    control: Arc<Mutex<Control>>,
+    joined: Arc<Notify>,
+) -> UnboundedReceiver<EngineEvent> {
+    let (tx, out) = unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(ev) = rx.recv().await {
+            if let EngineEvent::Joined {
+                endpoint, probe, ..
+            } = &ev
+            {
+                let mut c = control.lock().unwrap_or_else(PoisonError::into_inner);
+                if c.source(endpoint).is_none() {
+                    c.sources.push(RecordedSource::new(endpoint.clone(), probe));
+                    joined.notify_one();
+                }
+            }
+            let _ = tx.send(ev);
+        }
+    });
+    out
+}
+
+/// What to store now: the control file as it stands (its sources may grow as sources join).
+fn snapshot(control: &Mutex<Control>) -> Control {
+    control
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+}
+
+/// Checkpoints every 500 ms, and at once when a source joins (`joined`), until told to stop:
+/// the written set, then fsync, then the control file at `path`.
 fn spawn_checkpoints(
     sink: &Arc<PartSink>,
-    control: &Control,
+    control: &Arc<Mutex<Control>>,
     path: &Path,
+    joined: Arc<Notify>,
 ) -> (watch::Sender<bool>, JoinHandle<()>) {
     let (stop_tx, mut stop_rx) = watch::channel(false);
     let sink = sink.clone();
@@ -291,9 +335,10 @@ fn spawn_checkpoints(
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                _ = joined.notified() => {}
                 _ = stop_rx.changed() => break,
             }
-            let (s, c, p) = (sink.clone(), control.clone(), path.clone());
+            let (s, c, p) = (sink.clone(), snapshot(&control), path.clone());
             let r = tokio::task::spawn_blocking(move || checkpoint(&s, c, &p)).await;
             if let Ok(Err(e)) = r {
                 tracing::warn!(error = %e, "checkpoint failed");
@@ -308,7 +353,7 @@ fn spawn_checkpoints(
 async fn keep_partial(
     failed: Ended,
     sink: &Arc<PartSink>,
-    control: &Control,
+    control: &Mutex<Control>,
     ctl_path: &Path,
     part: &Path,
     size: u64,
@@ -319,7 +364,7 @@ async fn keep_partial(
         let _ = std::fs::remove_file(part);
         "nothing was written".to_owned()
     } else {
-        let (s, c, p) = (sink.clone(), control.clone(), ctl_path.to_owned());
+        let (s, c, p) = (sink.clone(), snapshot(control), ctl_path.to_owned());
         let _ = tokio::task::spawn_blocking(move || checkpoint(&s, c, &p)).await;
         format!(
             "{held} of {size} bytes kept in {} (resume with -c)",
