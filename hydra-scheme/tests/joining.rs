@@ -438,3 +438,54 @@ async fn bytes_no_other_source_checked_wait_for_a_source_still_probing_to_vouch(
         assert!(exact, "reported complete with the liar's bytes: {report:?}");
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn two_late_mirrors_of_another_object_outvote_the_fast_one_the_transfer_took() {
+    // The fast mirror answers at once and could deliver every byte before the two others
+    // answer (at 300 ms), both describing an object of another size: two against one.
+    let fast = fake(Some(Duration::ZERO), SIZE, Duration::ZERO);
+    let b = fake(
+        Some(Duration::from_millis(300)),
+        2 * SIZE,
+        Duration::from_millis(1),
+    );
+    let c = fake(
+        Some(Duration::from_millis(300)),
+        2 * SIZE,
+        Duration::from_millis(1),
+    );
+    let e = engine();
+    let sink = Arc::new(MemorySink::new(SIZE as usize));
+    let go = async {
+        let (probed, joining) = e
+            .probe_first(vec![input(1, &fast), input(2, &b), input(3, &c)])
+            .await
+            .expect("probe");
+        assert_eq!(probed.sources.len(), 1, "the others answer late");
+        e.run_joining(&probed, sink.clone(), &RangeSet::new(), None, joining)
+            .await
+    };
+    let result = tokio::time::timeout(LIMIT, go).await.expect("in time");
+    let why = result
+        .expect_err("finished from the minority's object")
+        .to_string();
+    assert!(why.contains("2 of 3 mirrors"), "{why}");
+    assert!(why.contains(":1/"), "names the mirror outvoted: {why}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn late_mirrors_of_the_same_object_let_the_transfer_finish() {
+    let fast = fake(Some(Duration::ZERO), SIZE, Duration::ZERO);
+    let b = fake(
+        Some(Duration::from_millis(300)),
+        SIZE,
+        Duration::from_millis(1),
+    );
+    let c = fake(
+        Some(Duration::from_millis(300)),
+        SIZE,
+        Duration::from_millis(1),
+    );
+    let report = run(&engine(), vec![input(1, &fast), input(2, &b), input(3, &c)]).await;
+    assert_eq!(report.joined.len(), 2, "both late mirrors joined");
+}

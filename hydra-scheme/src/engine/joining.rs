@@ -1,7 +1,9 @@
 //! Sources still probing when a transfer starts: each joins it, or is left out, as its probe
 //! answers.
 
+use super::vote::Vote;
 use super::ProbedSource;
+use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 /// What became of a source that was still probing when the transfer started.
@@ -26,6 +28,8 @@ pub struct Joining {
     rx: Option<mpsc::UnboundedReceiver<Joined>>,
     pub(super) pending: usize,
     held: Option<Joined>,
+    /// Every answer counted against the transfer's object, when the engine probed.
+    pub(super) vote: Option<Arc<Mutex<Vote>>>,
 }
 
 impl Joining {
@@ -35,6 +39,7 @@ impl Joining {
             rx: None,
             pending: 0,
             held: None,
+            vote: None,
         }
     }
 
@@ -46,12 +51,23 @@ impl Joining {
             rx: (pending > 0).then_some(rx),
             pending,
             held: None,
+            vote: None,
         };
         (tx, j)
     }
 
     pub(super) fn is_open(&self) -> bool {
         self.rx.is_some()
+    }
+
+    /// Whether sources still probing could outvote the transfer's object ([`Vote`]).
+    pub(super) fn undecided(&self) -> bool {
+        self.is_open() && self.vote.as_ref().is_some_and(|v| lock(v).undecided())
+    }
+
+    /// Why the transfer's object is outvoted by the answers so far ([`Vote`]).
+    pub(super) fn outvoted(&self) -> Option<String> {
+        self.vote.as_ref().and_then(|v| lock(v).outvoted())
     }
 
     pub(super) async fn recv(&mut self) -> Option<Joined> {
@@ -93,4 +109,8 @@ impl Joining {
         }
         Some(j)
     }
+}
+
+fn lock(v: &Mutex<Vote>) -> std::sync::MutexGuard<'_, Vote> {
+    v.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -45,6 +45,7 @@ mod probe;
 mod skip;
 mod source;
 mod transfer;
+mod vote;
 mod vouch;
 
 pub use events::{EngineEvent, FetchView, Progress};

@@ -3,12 +3,13 @@
 //! ([`Joining`]). A caller with rules of its own (a resumed download that must continue the
 //! object it recorded) adds them through a [`ProbePolicy`].
 
+use super::vote::{Ballots, Vote};
 use super::{prepare_all, Engine, EngineError, Joined, Joining, Probed, ProbedSource, SourceInput};
 use crate::agreement::{self, disagreement};
 use crate::error::{ErrorKind, SchemeError};
 use crate::probe::Probe;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -209,7 +210,20 @@ impl Engine {
         }
         drop(preparing);
         let sources = ballot.close()?;
-        let joining = join_later(rx, &sources[0], total - ballot.answered, policy);
+        let pending = total - ballot.answered;
+        let vote = Vote::new(
+            Ballots {
+                given: total,
+                reference: (
+                    sources[0].probe.clone(),
+                    sources[0].input.endpoint.to_string(),
+                ),
+                answers: std::mem::take(&mut ballot.counted),
+                pending,
+            },
+            policy.clone(),
+        );
+        let joining = join_later(rx, &sources[0], pending, policy, vote);
         Ok((
             Probed {
                 size: sources[0].probe.size,
@@ -245,6 +259,8 @@ struct Ballot {
     /// Sources left out, with why.
     dropped: Vec<(String, String)>,
     answered: usize,
+    /// Every probe that fit, agreeing or not, once closed (what a [`Vote`] starts from).
+    counted: Vec<Probe>,
 }
 
 impl Ballot {
@@ -255,6 +271,7 @@ impl Ballot {
             unfit: Vec::new(),
             dropped: Vec::new(),
             answered: 0,
+            counted: Vec::new(),
         }
     }
 
@@ -298,6 +315,7 @@ impl Ballot {
             tracing::debug!(source = %s.input.endpoint, "{why}");
             self.dropped.push((s.input.endpoint.to_string(), why));
         }
+        self.counted = self.probes().into_iter().cloned().collect();
         let kept = elect(std::mem::take(&mut self.fit), &mut self.dropped);
         if kept.is_empty() {
             return Err(EngineError::NoUsableSource(std::mem::take(
@@ -334,13 +352,17 @@ fn join_later(
     reference: &ProbedSource,
     pending: usize,
     policy: Arc<dyn ProbePolicy>,
+    vote: Vote,
 ) -> Joining {
+    let vote = Arc::new(Mutex::new(vote));
     let fit = Fit {
         reference: reference.probe.clone(),
         first_name: reference.input.endpoint.to_string(),
         policy,
+        vote: vote.clone(),
     };
-    let (jtx, joining) = Joining::channel(pending);
+    let (jtx, mut joining) = Joining::channel(pending);
+    joining.vote = Some(vote);
     tokio::spawn(async move {
         while let Some(a) = rx.recv().await {
             if jtx.send(fit.fit(a)).is_err() {
@@ -358,6 +380,8 @@ struct Fit {
     /// That source's endpoint.
     first_name: String,
     policy: Arc<dyn ProbePolicy>,
+    /// Where every late answer is counted.
+    vote: Arc<Mutex<Vote>>,
 }
 
 impl Fit {
@@ -368,10 +392,22 @@ impl Fit {
         let Answer { input, result, .. } = a;
         let source = input.endpoint.to_string();
         let probe = match result {
-            Err(e) => return self.leave(source, e.to_string()),
+            Err(e) => {
+                self.vote
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .answered(None);
+                return self.leave(source, e.to_string());
+            }
             Ok(p) => p,
         };
-        if let Some(why) = self.policy.misfit(&source, &probe) {
+        let misfit = self.policy.misfit(&source, &probe);
+        let counted = misfit.is_none().then_some(&probe);
+        self.vote
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .answered(counted);
+        if let Some(why) = misfit {
             return self.leave(source, format!("{why}; left out"));
         }
         if let Some(why) = disagreement(&self.reference, &probe) {

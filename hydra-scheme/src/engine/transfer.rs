@@ -490,8 +490,12 @@ impl<'a> Transfer<'a> {
     /// waiting for a witness, see [`Transfer::awaits_witness`]), then every bound is
     /// cancelled; when every source has failed, the transfer stops.
     async fn settle(&mut self, now: Duration) -> Result<Turn, EngineError> {
+        if let Some(why) = self.joining.outvoted() {
+            fetches::abort_all(&mut self.running);
+            return Err(EngineError::Inconsistent(why));
+        }
         if self.sched.outcome() == Some(Outcome::Complete) {
-            if self.awaits_witness(now) {
+            if self.awaits_answers(now) {
                 return Ok(Turn::Wait);
             }
             self.spot_check(now).await;
@@ -522,15 +526,20 @@ impl<'a> Transfer<'a> {
         }
     }
 
-    /// Whether the spot checks wait for a source still probing: some bytes that nothing
-    /// checked have no live source but their own to ask, a given source has not answered
-    /// yet, and less than the closing checks' limit has passed since every byte was held.
-    /// Without it, the fastest mirror's word would be final whenever the others were slow
-    /// to answer (chaos seed 1013: exit 0 with a shifted mirror's bytes on a resume).
-    fn awaits_witness(&mut self, now: Duration) -> bool {
+    /// Whether a transfer that holds every byte waits for sources still probing, for less
+    /// than the closing checks' limit since every byte was held: while those answers could
+    /// outvote the object ([`Joining::undecided`]; chaos seed 171: exit 0 with a fast
+    /// mirror's other object when two slower ones described the majority's), or while some
+    /// bytes that nothing checked have no live source but their own to ask (seed 1013: exit 0
+    /// with a shifted mirror's bytes). Without it the fastest mirror's word would be final
+    /// whenever the others were slow to answer.
+    fn awaits_answers(&mut self, now: Duration) -> bool {
         let since = *self.held_at.get_or_insert(now);
         if !self.joining.is_open() || now.saturating_sub(since) >= self.opts.closing_limit() {
             return false;
+        }
+        if self.joining.undecided() {
+            return true;
         }
         let able = self.able_witnesses();
         self.integrity
