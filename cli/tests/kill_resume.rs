@@ -17,9 +17,7 @@ use faultnet::live::{Proxy, ProxyConfig, ProxyHandle};
 use faultnet::scenario::Link;
 use faultnet::units::{Dur, Rate};
 use serde_json::Value;
-use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 const SIZE: u64 = 16_000_000;
 const SEED: u64 = 21;
@@ -97,12 +95,7 @@ async fn kill_9_at_20_random_points_then_continue() {
             let fraction = 0.03 + 0.72 * (splitmix(&mut rng) % 10_000) as f64 / 10_000.0;
             let extra = Duration::from_millis(splitmix(&mut rng) % 500);
             let _ = std::fs::remove_file(&out);
-            let mut child = hydra_cmd(&a)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+            let (mut child, mut lines) = spawn_events(&a);
             let reached = tokio::time::timeout(BOUND, async {
                 while let Ok(Some(l)) = lines.next_line().await {
                     let v: Value = serde_json::from_str(&l).unwrap_or(Value::Null);

@@ -9,9 +9,7 @@ use faultnet::units::{Dur, Rate};
 use hydra_scheme_http::origin::Misbehaviour;
 use serde_json::Value;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 const SIZE: u64 = 4_000_000;
 const SEED: u64 = 31;
@@ -58,12 +56,7 @@ async fn a_source_that_joins_in_flight_is_recorded_and_continues_the_resume() {
     let mut a = vec!["get".to_owned()];
     a.extend(urls.iter().cloned());
     a.extend(args(&["-o", &path_of(&out), "--json"]));
-    let mut child = hydra_cmd(&a)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut lines) = spawn_events(&a);
     let joined = async {
         while let Ok(Some(l)) = lines.next_line().await {
             let v: Value = serde_json::from_str(&l).unwrap_or(Value::Null);

@@ -244,11 +244,12 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn probe(size: u64, strong: Option<&str>) -> Probe {
+    /// A ranged probe of `size` bytes, with a strong validator when given one.
+    pub(crate) fn probe(size: u64, strong: Option<&str>) -> Probe {
         Probe {
             size,
             ranged: true,

@@ -99,16 +99,26 @@ pub fn event<'a>(evs: &'a [Value], kind: &str) -> Option<&'a Value> {
     evs.iter().find(|e| e["event"] == kind)
 }
 
-/// Starts hydra with `--json` and SIGKILLs it once a progress event reports at least
-/// `fraction` of the object held (or after `after_events` progress events, whichever first).
-/// Returns the last `done` seen; panics if the transfer finished first.
-pub async fn kill_at(args: &[String], fraction: f64, after_events: usize) -> u64 {
+/// The lines hydra writes to its standard output, as they come.
+pub type EventLines = tokio::io::Lines<BufReader<tokio::process::ChildStdout>>;
+
+/// Starts `hydra args` (which should include `--json`) with its standard output piped and
+/// its standard error discarded, for a test that reads the events as they come.
+pub fn spawn_events(args: &[String]) -> (Child, EventLines) {
     let mut child: Child = hydra_cmd(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("hydra starts");
-    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    (child, lines)
+}
+
+/// Starts hydra with `--json` and SIGKILLs it once a progress event reports at least
+/// `fraction` of the object held (or after `after_events` progress events, whichever first).
+/// Returns the last `done` seen; panics if the transfer finished first.
+pub async fn kill_at(args: &[String], fraction: f64, after_events: usize) -> u64 {
+    let (mut child, mut lines) = spawn_events(args);
     let mut seen = 0;
     let mut last = 0;
     let run = async {

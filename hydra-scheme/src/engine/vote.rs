@@ -118,20 +118,12 @@ impl Vote {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     struct NoRules;
     impl ProbePolicy for NoRules {}
 
     fn probe(size: u64) -> Probe {
-        Probe {
-            size,
-            ranged: true,
-            validator: None,
-            last_modified: None,
-            connect: Duration::ZERO,
-            first_byte: Duration::ZERO,
-        }
+        crate::agreement::tests::probe(size, None)
     }
 
     fn vote(given: usize, answers: &[u64]) -> Vote {
