@@ -66,7 +66,7 @@ pub(super) struct Transfer<'a> {
     announced: usize,
     /// Which source delivered which bytes, for the piece hashes ([`EngineOptions::pieces`]).
     pieces: Pieces,
-    /// When every byte was first held (the spot checks' wait for a witness runs from then).
+    /// When every byte was first held (the wait for answers still out runs from then).
     held_at: Option<Duration>,
 }
 
@@ -487,7 +487,7 @@ impl<'a> Transfer<'a> {
     }
 
     /// What the scheduler's outcome asks: once every byte is held, the spot checks (after
-    /// waiting for a witness, see [`Transfer::awaits_witness`]), then every bound is
+    /// waiting for answers still out, see [`Transfer::awaits_answers`]), then every bound is
     /// cancelled; when every source has failed, the transfer stops.
     async fn settle(&mut self, now: Duration) -> Result<Turn, EngineError> {
         if let Some(why) = self.joining.outvoted() {
