@@ -1,7 +1,7 @@
 //! Sources still probing when a transfer starts: each joins it, or is left out, as its probe
 //! answers.
 
-use super::vote::Vote;
+use super::vote::{lock, Vote};
 use super::ProbedSource;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
@@ -109,8 +109,4 @@ impl Joining {
         }
         Some(j)
     }
-}
-
-fn lock(v: &Mutex<Vote>) -> std::sync::MutexGuard<'_, Vote> {
-    v.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -3,7 +3,7 @@
 //! ([`Joining`]). A caller with rules of its own (a resumed download that must continue the
 //! object it recorded) adds them through a [`ProbePolicy`].
 
-use super::vote::{Ballots, Vote};
+use super::vote::{self, Ballots, Vote};
 use super::{prepare_all, Engine, EngineError, Joined, Joining, Probed, ProbedSource, SourceInput};
 use crate::agreement::{self, disagreement};
 use crate::error::{ErrorKind, SchemeError};
@@ -214,10 +214,8 @@ impl Engine {
         let vote = Vote::new(
             Ballots {
                 given: total,
-                reference: (
-                    sources[0].probe.clone(),
-                    sources[0].input.endpoint.to_string(),
-                ),
+                reference: sources[0].probe.clone(),
+                reference_name: sources[0].input.endpoint.to_string(),
                 answers: std::mem::take(&mut ballot.counted),
                 pending,
             },
@@ -393,20 +391,13 @@ impl Fit {
         let source = input.endpoint.to_string();
         let probe = match result {
             Err(e) => {
-                self.vote
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .answered(None);
+                vote::lock(&self.vote).answered(None);
                 return self.leave(source, e.to_string());
             }
             Ok(p) => p,
         };
         let misfit = self.policy.misfit(&source, &probe);
-        let counted = misfit.is_none().then_some(&probe);
-        self.vote
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .answered(counted);
+        vote::lock(&self.vote).answered(misfit.is_none().then_some(&probe));
         if let Some(why) = misfit {
             return self.leave(source, format!("{why}; left out"));
         }

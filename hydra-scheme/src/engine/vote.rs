@@ -12,7 +12,7 @@
 use super::ProbePolicy;
 use crate::agreement::{disagreement, quorum};
 use crate::probe::Probe;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Every answer that fits the caller's policy, counted against the object the transfer took.
 pub(super) struct Vote {
@@ -43,8 +43,10 @@ impl std::fmt::Debug for Vote {
 pub(super) struct Ballots {
     /// Sources given.
     pub given: usize,
-    /// The probe that defines the object, and its source's endpoint.
-    pub reference: (Probe, String),
+    /// The probe that defines the object.
+    pub reference: Probe,
+    /// Its source's endpoint.
+    pub reference_name: String,
     /// Every answer that fit the policy by the start.
     pub answers: Vec<Probe>,
     /// Sources still probing.
@@ -55,8 +57,8 @@ impl Vote {
     pub(super) fn new(b: Ballots, policy: Arc<dyn ProbePolicy>) -> Self {
         Vote {
             given: b.given,
-            reference: b.reference.0,
-            reference_name: b.reference.1,
+            reference: b.reference,
+            reference_name: b.reference_name,
             answers: b.answers,
             pending: b.pending,
             policy,
@@ -115,6 +117,12 @@ impl Vote {
     }
 }
 
+/// The vote shared by the task fitting late answers and the transfer (a poisoned lock still
+/// holds a consistent count: every update is one push and one decrement).
+pub(super) fn lock(v: &Mutex<Vote>) -> MutexGuard<'_, Vote> {
+    v.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,7 +138,8 @@ mod tests {
         Vote::new(
             Ballots {
                 given,
-                reference: (probe(answers[0]), "http://a/".into()),
+                reference: probe(answers[0]),
+                reference_name: "http://a/".into(),
                 answers: answers.iter().map(|&s| probe(s)).collect(),
                 pending: given - answers.len(),
             },
