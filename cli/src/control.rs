@@ -286,6 +286,37 @@ pub struct PartSink {
     already: std::sync::Mutex<RangeSet>,
     again: AtomicU64,
     limit: Option<std::sync::Mutex<Bucket>>,
+    /// The control file this sink's checkpoints write, and what it claims.
+    claim: Option<std::sync::Mutex<Claim>>,
+}
+
+/// What the control file on disk claims written, kept so that a range the engine revokes
+/// leaves the claim *before* anything can be written there again: bytes a checkpoint recorded
+/// may be revoked (their stream did not line up) and overwritten by another source's, and a
+/// kill before the next checkpoint must not leave a claim over bytes nobody checked.
+#[derive(Debug)]
+struct Claim {
+    path: PathBuf,
+    control: std::sync::Arc<std::sync::Mutex<Control>>,
+    /// The written ranges the file on disk records.
+    stored: RangeSet,
+    /// Ranges revoked since the checkpoint in progress took the written set.
+    revoked: RangeSet,
+}
+
+impl Claim {
+    /// Replaces the control file with the written ranges `set`.
+    fn store(&mut self, set: RangeSet) -> io::Result<()> {
+        let mut c = self
+            .control
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        c.set_written(&set);
+        c.store(&self.path)?;
+        self.stored = set;
+        Ok(())
+    }
 }
 
 /// `--limit-rate`: a token bucket over every write, whatever the connection. A write that
@@ -340,7 +371,52 @@ impl PartSink {
             already: std::sync::Mutex::new(already),
             again: AtomicU64::new(0),
             limit: None,
+            claim: None,
         }
+    }
+
+    /// Checkpoints go to the control file at `path`, which holds `control` (whose sources may
+    /// grow) and claims `stored` written.
+    pub fn with_control(
+        mut self,
+        path: &Path,
+        control: std::sync::Arc<std::sync::Mutex<Control>>,
+        stored: RangeSet,
+    ) -> Self {
+        self.claim = Some(std::sync::Mutex::new(Claim {
+            path: path.to_owned(),
+            control,
+            stored,
+            revoked: RangeSet::new(),
+        }));
+        self
+    }
+
+    fn claim(&self) -> Option<std::sync::MutexGuard<'_, Claim>> {
+        // Invariant: a poisoned claim still names what the file on disk holds.
+        let c = self.claim.as_ref()?;
+        Some(c.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Takes the written set, **then** fsyncs the part file, **then** replaces the control
+    /// file (without the ranges revoked meanwhile): a range the control file names is on disk.
+    pub fn checkpoint(&self) -> io::Result<()> {
+        let written = match self.claim() {
+            Some(mut c) => {
+                c.revoked = RangeSet::new();
+                self.written()
+            }
+            None => return self.finish(),
+        };
+        self.finish()?;
+        let Some(mut c) = self.claim() else {
+            return Ok(());
+        };
+        let mut set = written;
+        for r in c.revoked.iter() {
+            set.remove(r);
+        }
+        c.store(set)
     }
 
     /// Limits writes to `rate` bytes per second over all connections.
@@ -405,6 +481,19 @@ impl Sink for PartSink {
         self.inner.read_at(offset, buf)
     }
     fn forget(&self, range: ByteRange) -> bool {
+        if let Some(mut c) = self.claim() {
+            c.revoked.insert(range);
+            if c.stored.overlap(range) > 0 {
+                let mut set = c.stored.clone();
+                set.remove(range);
+                if let Err(e) = c.store(set) {
+                    // No claim is safer than a claim over bytes about to be replaced.
+                    tracing::warn!(error = %e, "control file removed: a revoke could not be stored");
+                    let _ = std::fs::remove_file(&c.path);
+                    c.stored = RangeSet::new();
+                }
+            }
+        }
         self.already().remove(range);
         self.inner.forget(range)
     }
@@ -585,6 +674,42 @@ mod tests {
             d <= Duration::from_millis(500) && d > Duration::from_millis(400),
             "{d:?}"
         );
+    }
+
+    #[test]
+    fn a_revoked_range_leaves_the_control_file_before_it_can_be_written_again() {
+        // A checkpoint recorded bytes whose stream the engine then found misplaced: the
+        // revoke must reach the file on disk at once, or a kill before the next checkpoint
+        // resumes over whatever another source writes there meanwhile.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.hydra-part.json");
+        let probe = Probe {
+            size: 20,
+            ranged: true,
+            validator: Some(Validator::Strong("\"e1\"".into())),
+            last_modified: None,
+            connect: Duration::ZERO,
+            first_byte: Duration::ZERO,
+        };
+        let control = Control {
+            version: VERSION,
+            size: 20,
+            sources: vec![RecordedSource::new("http://h/p".into(), &probe)],
+            written: vec![],
+        };
+        let f = hydra_scheme::FileSink::create(&dir.path().join("p"), 20).unwrap();
+        let s = PartSink::new(f, RangeSet::new()).with_control(
+            &path,
+            std::sync::Arc::new(std::sync::Mutex::new(control)),
+            RangeSet::new(),
+        );
+        s.write_at(0, &[1; 20]).unwrap();
+        s.checkpoint().unwrap();
+        assert_eq!(Control::load(&path).unwrap().written_set().len_bytes(), 20);
+        s.forget(ByteRange::new(5, 12));
+        let on_disk = Control::load(&path).unwrap().written_set();
+        assert_eq!(on_disk.overlap(ByteRange::new(5, 12)), 0, "{on_disk:?}");
+        assert_eq!(on_disk.len_bytes(), 13);
     }
 
     #[test]

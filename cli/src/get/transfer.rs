@@ -96,15 +96,19 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
         already,
     } = start_part(&part, &output, &ctl_path, &probed, previous, ui)?;
     let already_bytes = already.len_bytes();
-    let mut sink = PartSink::new(file, already.clone());
+    let control = Arc::new(Mutex::new(control));
+    let mut sink = PartSink::new(file, already.clone()).with_control(
+        &ctl_path,
+        control.clone(),
+        already.clone(),
+    );
     if let Some(r) = limit_rate {
         sink = sink.with_limit(r);
     }
     let sink = Arc::new(sink);
 
-    let control = Arc::new(Mutex::new(control));
     let joined = Arc::new(Notify::new());
-    let (stop_tx, ck) = spawn_checkpoints(&sink, &control, &ctl_path, joined.clone());
+    let (stop_tx, ck) = spawn_checkpoints(&sink, joined.clone());
 
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let rx = record_joiners(rx, control.clone(), joined);
@@ -137,7 +141,7 @@ pub async fn transfer(job: Job) -> Result<Done, Failure> {
             r
         }
         Err(failed) => {
-            return Err(keep_partial(failed, &sink, &control, &ctl_path, &part, size).await);
+            return Err(keep_partial(failed, &sink, &ctl_path, &part, size).await);
         }
     };
     if let Some(c) = &checksum {
@@ -311,26 +315,14 @@ fn record_joiners(
     out
 }
 
-/// What to store now: the control file as it stands (its sources may grow as sources join).
-fn snapshot(control: &Mutex<Control>) -> Control {
-    control
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clone()
-}
-
-/// Checkpoints every 500 ms, and at once when a source joins (`joined`), until told to stop:
-/// the written set, then fsync, then the control file at `path`.
+/// Checkpoints ([`PartSink::checkpoint`]) every 500 ms, and at once when a source joins
+/// (`joined`), until told to stop.
 fn spawn_checkpoints(
     sink: &Arc<PartSink>,
-    control: &Arc<Mutex<Control>>,
-    path: &Path,
     joined: Arc<Notify>,
 ) -> (watch::Sender<bool>, JoinHandle<()>) {
     let (stop_tx, mut stop_rx) = watch::channel(false);
     let sink = sink.clone();
-    let control = control.clone();
-    let path = path.to_owned();
     let ck = tokio::spawn(async move {
         loop {
             tokio::select! {
@@ -338,8 +330,8 @@ fn spawn_checkpoints(
                 _ = joined.notified() => {}
                 _ = stop_rx.changed() => break,
             }
-            let (s, c, p) = (sink.clone(), snapshot(&control), path.clone());
-            let r = tokio::task::spawn_blocking(move || checkpoint(&s, c, &p)).await;
+            let s = sink.clone();
+            let r = tokio::task::spawn_blocking(move || s.checkpoint()).await;
             if let Ok(Err(e)) = r {
                 tracing::warn!(error = %e, "checkpoint failed");
             }
@@ -353,7 +345,6 @@ fn spawn_checkpoints(
 async fn keep_partial(
     failed: Ended,
     sink: &Arc<PartSink>,
-    control: &Mutex<Control>,
     ctl_path: &Path,
     part: &Path,
     size: u64,
@@ -364,8 +355,8 @@ async fn keep_partial(
         let _ = std::fs::remove_file(part);
         "nothing was written".to_owned()
     } else {
-        let (s, c, p) = (sink.clone(), snapshot(control), ctl_path.to_owned());
-        let _ = tokio::task::spawn_blocking(move || checkpoint(&s, c, &p)).await;
+        let s = sink.clone();
+        let _ = tokio::task::spawn_blocking(move || s.checkpoint()).await;
         format!(
             "{held} of {size} bytes kept in {} (resume with -c)",
             part.display()
@@ -406,15 +397,6 @@ fn check_digest(
             output.display()
         ),
     ))
-}
-
-/// One checkpoint: snapshot the written set, make it durable, then record it.
-fn checkpoint(sink: &PartSink, mut control: Control, path: &Path) -> std::io::Result<()> {
-    use hydra_scheme::Sink;
-    let written = sink.written();
-    sink.finish()?;
-    control.set_written(&written);
-    control.store(path)
 }
 
 pub(super) fn classify(e: EngineError) -> Failure {
