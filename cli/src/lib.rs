@@ -19,6 +19,7 @@ mod logs;
 mod man;
 mod memory;
 mod metalink;
+mod runtime;
 pub mod schemes;
 
 pub use download::{
@@ -92,19 +93,15 @@ pub fn main_with(plugins: Plugins) -> ExitCode {
         },
     };
     logs::init(matches!(&cli.command, Command::Get(a) if a.quiet));
-    let runtime = || {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .expect("a tokio runtime starts")
-    };
     match cli.command {
         Command::Sim(a) => sim::main(a),
-        Command::Get(a) => runtime().block_on(get::main(a)).into(),
+        Command::Get(a) => runtime::for_get().block_on(get::main(a)).into(),
         #[cfg(all(feature = "http", feature = "ftp", feature = "sftp"))]
-        Command::Demo(a) => runtime().block_on(demo::main(a)).into(),
+        Command::Demo(a) => runtime::with_servers().block_on(demo::main(a)).into(),
         #[cfg(all(feature = "http", feature = "ftp", feature = "sftp"))]
-        Command::Conformance(a) => runtime().block_on(conformance::main(a)).into(),
+        Command::Conformance(a) => runtime::with_servers()
+            .block_on(conformance::main(a))
+            .into(),
         Command::Schemes(a) => schemes::main(a).into(),
         Command::Man(a) => man::main(a, Cli::command()).into(),
         Command::Completions { shell } => {
