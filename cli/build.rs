@@ -6,6 +6,12 @@
 //! the cached pages around every page fault). The order only moves functions; a name the
 //! build does not have (another compiler, another profile, changed code) is skipped.
 //! `HYDRA_LINK_ORDER=off` leaves the layout to the linker.
+//!
+//! The same build packs its relative relocations (`-z pack-relative-relocs`, DT_RELR) when
+//! it builds for the machine it runs on and that machine's glibc loads them (2.36 and
+//! later): the loader then reads a few KiB of relocations at start instead of the whole
+//! `.rela.dyn` (472 KiB), every page of which stayed resident. The binary then needs glibc
+//! 2.36 to start, which the machine that built it has. `HYDRA_RELR=off` keeps `.rela.dyn`.
 
 use std::env;
 use std::process::Command;
@@ -16,7 +22,14 @@ const LLD_DEFAULT_SINCE_MINOR: u32 = 90;
 fn main() {
     println!("cargo:rerun-if-changed=layout/hydra.order");
     println!("cargo:rerun-if-env-changed=HYDRA_LINK_ORDER");
-    if !links_with_bundled_lld() || env::var("HYDRA_LINK_ORDER").is_ok_and(|v| v == "off") {
+    println!("cargo:rerun-if-env-changed=HYDRA_RELR");
+    if !links_with_bundled_lld() {
+        return;
+    }
+    if env::var("HYDRA_RELR").map_or(true, |v| v != "off") && native_glibc_loads_relr() {
+        println!("cargo:rustc-link-arg-bin=hydra=-Wl,-z,pack-relative-relocs");
+    }
+    if env::var("HYDRA_LINK_ORDER").is_ok_and(|v| v == "off") {
         return;
     }
     let order = format!(
@@ -52,4 +65,29 @@ fn rustc_minor() -> Option<u32> {
     let text = String::from_utf8(out.stdout).ok()?;
     let version = text.split_whitespace().nth(1)?;
     version.split('.').nth(1)?.parse().ok()
+}
+
+/// glibc's loader reads packed relative relocations from this version on.
+const RELR_SINCE_GLIBC: (u32, u32) = (2, 36);
+
+/// Whether the build is for the machine it runs on and that machine's glibc
+/// (`getconf GNU_LIBC_VERSION`, e.g. `glibc 2.36`) loads DT_RELR.
+fn native_glibc_loads_relr() -> bool {
+    if env::var("HOST").ok() != env::var("TARGET").ok() {
+        return false;
+    }
+    let Ok(out) = Command::new("getconf").arg("GNU_LIBC_VERSION").output() else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut parts = text
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .split('.')
+        .map(|p| p.parse::<u32>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= RELR_SINCE_GLIBC,
+        _ => false,
+    }
 }
