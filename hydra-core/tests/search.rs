@@ -1107,19 +1107,22 @@ fn fetches_projected_to_end_together_give_up_work_together_not_one_at_a_time() {
 }
 
 #[test]
-fn a_mirror_collapsing_at_any_phase_of_its_rate_windows_costs_at_most_a_tenth_over_the_oracle() {
+fn a_mirror_collapsing_at_any_phase_of_its_rate_windows_costs_at_most_six_percent_over_the_oracle()
+{
     // The sweep above at eight phases of the 100 ms rate windows (25 ms apart), 144 moments:
-    // its own 18 all fall at one phase. The worst, 1.083x, is a collapse at 4.55 s, 0.46 s
-    // before the oracle's end; the mean is 1.021x.
+    // its own 18 all fall at one phase. The worst, 1.046x, is a collapse at 4.55 s, 0.46 s
+    // before the oracle's end; the mean is 1.0196x. Pricing the collapsed mirror's idle slots
+    // at what its connections did before the collapse, or letting the last of several slots
+    // freed together take the rest of a piece, makes the worst 1.083x (1.075x at 4.25 s).
     let phases: Vec<u64> = (0..200).step_by(25).collect();
     let (worst, mean) = collapse_sweep(&phases);
     assert!(
-        worst.0 < 1.10,
+        worst.0 < 1.06,
         "{:.3} with the collapse at {:?}",
         worst.0,
         worst.1
     );
-    assert!(mean < 1.025, "mean {mean:.4}");
+    assert!(mean < 1.021, "mean {mean:.4}");
 }
 
 /// A source too fast to measure (it finishes its share inside one rate window) beside one too

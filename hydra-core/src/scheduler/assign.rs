@@ -2,8 +2,9 @@
 //!
 //! Connections that open together split the unassigned bytes in proportion to their expected
 //! rates (the source's prior before anything is measured); a connection that opens alone
-//! takes the largest unassigned range whole. With other fetches delivering, a connection
-//! takes no more than it can do by the **fluid end**
+//! takes the largest unassigned range whole. With other fetches delivering, or once rates are
+//! measured (except for an in-order consumer), a connection takes no more than it can do by
+//! the **fluid end**
 //!
 //! `H = (W + Σ_i r_i·δ_i) / Σ_i r_i`
 //!
@@ -14,7 +15,7 @@
 //! work-conserving. Sources without ranges stream from byte 0: they take part while byte 0 is
 //! unassigned, or as a fallback while every source with ranges has failed more lately.
 
-use super::state::Slot;
+use super::state::{LastRate, Slot};
 use super::Scheduler;
 use crate::types::{ByteRange, ConnId, SourceId};
 use std::time::Duration;
@@ -146,7 +147,7 @@ impl Scheduler {
         let fresh = Slot {
             source: src,
             fetch: None,
-            last_rate: 0.0,
+            last: LastRate::default(),
             reusable: false,
             after_stop: false,
         };
@@ -219,9 +220,13 @@ impl Scheduler {
         let single = fill.len() == 1;
         let horizon = self.fluid_horizon(fluid, fill);
         // What a slot does by the fluid end after its setup: the horizon counts that setup as
-        // work its rate could have done, so the bytes it takes are the rest.
+        // work its rate could have done, so the bytes it takes are the rest. Once rates are
+        // measured the fluid end holds with nothing else in flight too (the openings' own),
+        // except for an in-order consumer: its write point waits on these bytes, and a slot
+        // that can start them now takes its share whole.
+        let capped = others > 0.0 || (self.mean_conn_rate().1 && self.cfg.lookahead.is_none());
         let cap = |d: f64, w: f64| -> Option<f64> {
-            (w.is_finite() && w > 0.0 && others > 0.0 && horizon.is_finite())
+            (w.is_finite() && w > 0.0 && capped && horizon.is_finite())
                 .then(|| w * (horizon - d).max(0.0))
         };
         let (mut p, mut cur) = (0, pieces[0].lo);
@@ -241,10 +246,15 @@ impl Scheduler {
                 let piece_end = pieces[p].hi;
                 let share = ((total as f64) * w / wsum).ceil() as u64;
                 let want = cap.map_or(share, |c| share.min(c.ceil() as u64));
-                let mut take = want.max(min_piece).min(piece_end - cur);
-                // The last slot takes the rest, unless capped (the rest waits).
-                if (k + 1 == fill.len() && want == share) || piece_end - (cur + take) < min_piece {
-                    take = piece_end - cur;
+                let rest = piece_end - cur;
+                let mut take = want.max(min_piece).min(rest);
+                // The last slot takes the rest, up to its cap (the rest waits): the shares of
+                // those before it that a piece's end held short are not its to take.
+                if k + 1 == fill.len() {
+                    take = cap.map_or(rest, |c| rest.min((c.ceil() as u64).max(min_piece)));
+                }
+                if rest - take < min_piece {
+                    take = rest;
                 }
                 let r = ByteRange::new(cur, cur + take);
                 cur += take;

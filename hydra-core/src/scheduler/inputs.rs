@@ -7,7 +7,7 @@
 //! average over at least [`FASTEST_SPAN`]. A fetch that finished, or delivered four minimum
 //! pieces before failing, resets its source's run of failures.
 
-use super::state::{roll_windows, LeftAlone};
+use super::state::{roll_windows, LastRate, LeftAlone};
 use super::{Outcome, Scheduler};
 use crate::types::{Action, ByteRange, FetchEnd, FetchId, SourceId};
 use std::time::Duration;
@@ -191,16 +191,28 @@ impl Scheduler {
         if f.detector.grade().is_collapsing() {
             // What it did at the end, not what it did before: the next estimate for this slot
             // must not promise the rate it collapsed from.
-            slot.last_rate = f.detector.projection_rate();
-        } else if f.detector.is_settled() || (slot.last_rate == 0.0 && f.detector.is_warm()) {
-            slot.last_rate = f.detector.medium();
-        } else if slot.last_rate == 0.0 && f.pos > f.start {
+            slot.last = LastRate {
+                rate: f.detector.projection_rate(),
+                at: now,
+                collapsing: true,
+            };
+        } else if f.detector.is_settled() || (slot.last.rate == 0.0 && f.detector.is_warm()) {
+            slot.last = LastRate {
+                rate: f.detector.medium(),
+                at: now,
+                collapsing: false,
+            };
+        } else if slot.last.rate == 0.0 && f.pos > f.start {
             // It ended before its rate could be measured over a window: what it did is still
             // evidence (a source that delivers its share faster than one window must be
             // offered the others' work), so its own average stands for it.
             let from = f.first_byte_at.unwrap_or(f.requested_at);
             let span = f.last_data_at.saturating_sub(from).max(FASTEST_SPAN);
-            slot.last_rate = (f.pos - f.start) as f64 / span.as_secs_f64();
+            slot.last = LastRate {
+                rate: (f.pos - f.start) as f64 / span.as_secs_f64(),
+                at: now,
+                collapsing: false,
+            };
         }
         let rest = f.owned();
         if !rest.is_empty() {

@@ -65,11 +65,23 @@ impl Scheduler {
         if n > 0 {
             return Some(sum / f64::from(n));
         }
-        for s in &self.slots {
-            if s.source == src && s.last_rate > 0.0 {
-                sum += s.last_rate;
-                n += 1;
-            }
+        // With nothing settled in flight, what the slots' last fetches did, from the latest
+        // that ended collapsing on: a path that collapsed since its other connections ended
+        // is not promised the rate they had.
+        let rated = || {
+            self.slots
+                .iter()
+                .filter(move |s| s.source == src && s.last.rate > 0.0)
+                .map(|s| s.last)
+        };
+        let since = rated()
+            .filter(|l| l.collapsing)
+            .map(|l| l.at)
+            .max()
+            .unwrap_or(Duration::ZERO);
+        for l in rated().filter(|l| l.at >= since) {
+            sum += l.rate;
+            n += 1;
         }
         if n > 0 {
             return Some(sum / f64::from(n));

@@ -6,7 +6,7 @@
 //! it. At most one `Shrink` or `Cancel` is queued per fetch per tick: a second lowering
 //! updates the first.
 
-use super::state::{Fetch, Slot};
+use super::state::{Fetch, LastRate, Slot};
 use super::Scheduler;
 use crate::detector::CollapseDetector;
 use crate::types::{Action, ByteRange, ConnId, FetchId, SourceId};
@@ -68,7 +68,7 @@ impl Scheduler {
             self.slots.push(Slot {
                 source: src,
                 fetch: None,
-                last_rate: 0.0,
+                last: LastRate::default(),
                 reusable: false,
                 after_stop: false,
             });

@@ -51,14 +51,26 @@ impl Fetch {
 pub(super) struct Slot {
     pub(super) source: SourceId,
     pub(super) fetch: Option<Fetch>,
-    /// Settled rate of the last fetch on this slot, bytes/s (0 when unknown).
-    pub(super) last_rate: f64,
+    /// What the last fetch on this slot showed of its source's rate.
+    pub(super) last: LastRate,
     /// The session behind the slot can be reused for the next request.
     pub(super) reusable: bool,
     /// Its last fetch finished a range stopped early (shrunk): whether the next request on
     /// it finds a session ready says whether the source's sessions survive a stop
     /// ([`Source::stop_keeps_session`]).
     pub(super) after_stop: bool,
+}
+
+/// The rate a slot's last fetch delivered, kept for estimates once it has ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct LastRate {
+    /// Bytes/s: settled, else what it did at the end; 0 when unknown.
+    pub(super) rate: f64,
+    /// When it was taken.
+    pub(super) at: Duration,
+    /// Taken while the fetch was collapsing: for its source, what other slots were shown
+    /// before then no longer holds.
+    pub(super) collapsing: bool,
 }
 
 /// A moment and a source's byte count then.

@@ -103,3 +103,115 @@ fn fetches_that_never_end_or_deliver_nothing_take_none_of_the_backlog() {
     assert!((level(1e6, &ends) - 3.5).abs() < 1e-9);
     assert_eq!(level(1e6, &[(f64::INFINITY, 1e6)]), f64::INFINITY);
 }
+
+/// Delivers `rate` bytes/s to each of `fetches` (from where each stands) over `[from, to)`
+/// in 10 ms steps, ticking the scheduler at every step so that its rate windows roll.
+fn deliver(s: &mut Scheduler, fetches: &mut [(FetchId, u64, f64)], from: u64, to: u64) {
+    for ms in (from..to).step_by(10) {
+        let now = Duration::from_millis(ms + 10);
+        for (fetch, pos, rate) in fetches.iter_mut() {
+            let n = (*rate / 100.0) as u64;
+            s.on_data(*fetch, *pos, n, now);
+            *pos += n;
+        }
+        s.tick(now);
+        while s.poll_action().is_some() {}
+    }
+}
+
+/// Stops `fetch` where it stands (`pos`) and ends it as finished at `now`.
+fn stop_at(s: &mut Scheduler, fetch: FetchId, pos: u64, now: Duration) {
+    let slot = s.slot_of(fetch).expect("live");
+    s.shrink(slot, pos, false);
+    s.on_shrink_applied(fetch, pos);
+    s.on_end(fetch, FetchEnd::Finished, now);
+}
+
+#[test]
+fn a_source_whose_last_fetch_ended_collapsing_is_expected_at_that_rate_not_at_its_earlier_ones() {
+    let cfg = Config {
+        concurrency: Concurrency::Fixed(2),
+        ..Config::default()
+    };
+    let mut s = Scheduler::new(64_000_000, vec![SourceSpec::new(Capabilities::HTTP)], cfg);
+    s.tick(Duration::ZERO);
+    let f = requests(&mut s);
+    assert_eq!(f.len(), 2, "{f:?}");
+    for &(fetch, _) in &f {
+        s.on_first_byte(fetch, Session::New, Duration::ZERO);
+    }
+    // Both connections deliver 1 MB/s for 2 s; the first then ends, settled at that rate.
+    let mut live = [(f[0].0, f[0].1.lo, 1e6), (f[1].0, f[1].1.lo, 1e6)];
+    deliver(&mut s, &mut live, 0, 2_000);
+    stop_at(&mut s, live[0].0, live[0].1, Duration::from_millis(2_000));
+    let before = s.conn_rate(SourceId(0)).expect("measured");
+    assert!((before - 1e6).abs() < 0.1e6, "{before}");
+    // The path falls to 3 % and the second fetch ends while graded collapsing.
+    let mut second = [(live[1].0, live[1].1, 30e3)];
+    deliver(&mut s, &mut second, 2_000, 2_400);
+    assert!(
+        s.grade(second[0].0).is_some_and(|g| g.is_collapsing()),
+        "{:?}",
+        s.grade(second[0].0)
+    );
+    stop_at(
+        &mut s,
+        second[0].0,
+        second[0].1,
+        Duration::from_millis(2_400),
+    );
+    // A fetch started since on the first slot has delivered nothing: what the two ended ones
+    // showed is all there is, and the later one, the collapse, speaks for the source.
+    let after = s.conn_rate(SourceId(0)).expect("measured");
+    assert!(
+        after < 0.1e6,
+        "{after}: the 1 MB/s the first slot showed before the collapse"
+    );
+}
+
+#[test]
+fn slots_freed_together_take_no_more_than_each_does_by_the_fluid_end_however_the_bytes_lie() {
+    // Three mirrors of 4, 0.1 and 1 MB/s, stopped together at 0.4 s: the bytes left lie in
+    // three pieces, the first (the fast mirror's own tail) smaller than its share. The last
+    // slot carved, the 1 MB/s one, used to take the rest of the piece it was carving, its
+    // share and the fast slot's: 3.8 MB, ending about 2 s after the others.
+    let cfg = Config {
+        concurrency: Concurrency::Fixed(1),
+        ..Config::default()
+    };
+    let specs = vec![SourceSpec::new(Capabilities::HTTP); 3];
+    let mut s = Scheduler::new(12_000_000, specs, cfg);
+    s.tick(Duration::ZERO);
+    let f = requests(&mut s);
+    assert_eq!(f.len(), 3, "{f:?}");
+    for &(fetch, _) in &f {
+        s.on_first_byte(fetch, Session::New, Duration::ZERO);
+    }
+    let rates = [4e6, 0.1e6, 1e6];
+    let mut live: Vec<_> = f
+        .iter()
+        .zip(rates)
+        .map(|(&(id, r), w)| (id, r.lo, w))
+        .collect();
+    deliver(&mut s, &mut live, 0, 400);
+    let now = Duration::from_millis(400);
+    for &(fetch, pos, _) in &live {
+        stop_at(&mut s, fetch, pos, now);
+    }
+    let left = s.unassigned().len_bytes();
+    s.tick(now);
+    let next = requests(&mut s);
+    assert_eq!(next.len(), 3, "{next:?}");
+    let horizon = left as f64 / rates.iter().sum::<f64>();
+    for (fetch, range) in next {
+        let src = s.slot_of(fetch).map(|i| s.slots[i].source).expect("live");
+        let rate = rates[usize::from(src.0)];
+        // What it does by the fluid end, with a setup's slack (a minimum piece at least).
+        let most = (rate * (horizon + 0.5)).max(s.cfg.min_piece as f64);
+        assert!(
+            (range.len() as f64) <= most,
+            "{src:?} at {rate} B/s took {} B, more than {most:.0}",
+            range.len()
+        );
+    }
+}
