@@ -1,5 +1,6 @@
 //! Sources whose probes answer late join the transfer in flight; a source whose probe never
-//! answers does not hold up the start.
+//! answers does not hold up the start; one whose probe fails in a way that may pass is asked
+//! again.
 //!
 //! In-memory sources serve one object (byte `i` is `i % 251`). Each has a probe delay (or a
 //! probe that never answers), a size it reports, and a pace: one chunk per `gap`.
@@ -34,6 +35,9 @@ struct Fake {
     /// Serves byte `i + shift` at offset `i` (0: the object).
     shift: u64,
     fetches: AtomicUsize,
+    /// Probes still to fail with a reset before one answers.
+    resets: AtomicUsize,
+    probes: AtomicUsize,
 }
 
 fn fake(probe_after: Option<Duration>, size: u64, gap: Duration) -> Arc<Fake> {
@@ -43,6 +47,8 @@ fn fake(probe_after: Option<Duration>, size: u64, gap: Duration) -> Arc<Fake> {
         gap,
         shift: 0,
         fetches: AtomicUsize::new(0),
+        resets: AtomicUsize::new(0),
+        probes: AtomicUsize::new(0),
     })
 }
 
@@ -50,10 +56,19 @@ fn fake(probe_after: Option<Duration>, size: u64, gap: Duration) -> Arc<Fake> {
 impl Scheme for Fake {
     test_scheme_identity!("fake");
 
-    async fn probe(&self, _endpoint: &Endpoint) -> Result<Probe, SchemeError> {
+    async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
+        self.probes.fetch_add(1, Ordering::SeqCst);
         match self.probe_after {
             Some(d) => tokio::time::sleep(d).await,
             None => std::future::pending::<()>().await,
+        }
+        let reset = self
+            .resets
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if reset {
+            let e = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+            return Err(SchemeError::new(endpoint, ErrorKind::Io(e)));
         }
         Ok(common::ranged_probe(self.size, Duration::from_millis(2)))
     }
@@ -252,6 +267,58 @@ async fn a_fast_source_of_another_object_is_outvoted_by_two_that_agree() {
     assert_eq!(probed.sources.len(), 2);
     assert_eq!(probed.dropped.len(), 1);
     assert!(probed.dropped[0].0.contains(":1/"), "{:?}", probed.dropped);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_mirror_whose_probe_is_reset_is_asked_again_and_its_answer_counts_in_the_vote() {
+    // The odd mirror answers first; of the two that agree, one's first probe is reset. Left
+    // out of the vote, it would leave one against one, a tie the earliest answer wins.
+    let odd = fake(Some(Duration::ZERO), SIZE / 2, Duration::from_millis(1));
+    let a = fake(
+        Some(Duration::from_millis(40)),
+        SIZE,
+        Duration::from_millis(1),
+    );
+    let reset = fake(
+        Some(Duration::from_millis(20)),
+        SIZE,
+        Duration::from_millis(1),
+    );
+    reset.resets.store(1, Ordering::SeqCst);
+    let e = Engine::new(EngineOptions {
+        probe_timeout: Duration::from_secs(5),
+        ..EngineOptions::default()
+    });
+    let (probed, _joining) = e
+        .probe_first(vec![input(1, &odd), input(2, &a), input(3, &reset)])
+        .await
+        .expect("probe");
+    assert_eq!(probed.size, SIZE, "{:?}", probed.dropped);
+    assert_eq!(reset.probes.load(Ordering::SeqCst), 2);
+    assert_eq!(probed.sources.len(), 2);
+    assert!(probed.dropped[0].0.contains(":1/"), "{:?}", probed.dropped);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_probe_that_keeps_failing_is_given_up_after_three_attempts_within_the_timeout() {
+    let quick = fake(Some(Duration::ZERO), SIZE, Duration::from_millis(1));
+    let failing = fake(Some(Duration::ZERO), SIZE, Duration::from_millis(1));
+    failing.resets.store(usize::MAX, Ordering::SeqCst);
+    let e = Engine::new(EngineOptions {
+        probe_timeout: Duration::from_secs(5),
+        ..EngineOptions::default()
+    });
+    let probed = e
+        .probe(vec![input(1, &quick), input(2, &failing)])
+        .await
+        .expect("probe");
+    assert_eq!(failing.probes.load(Ordering::SeqCst), 3);
+    assert_eq!(probed.sources.len(), 1);
+    assert!(
+        probed.dropped[0].1.contains("reset"),
+        "the reason is the last failure: {:?}",
+        probed.dropped
+    );
 }
 
 /// A caller's probe rules: sources on the `unfit` ports may not take part; records what the

@@ -60,7 +60,8 @@ use transfer::Transfer;
 pub struct EngineOptions {
     /// The scheduler's configuration.
     pub config: Config,
-    /// Deadline for each source's probe. Default 20 s.
+    /// Deadline for each source's probe, the probes sent again after a failure that may pass
+    /// included. Default 20 s.
     pub probe_timeout: Duration,
     /// How long a cancelled fetch may take to stop by itself before the engine drops it (its
     /// end is still reported, after the bytes it wrote). Default 2 s.

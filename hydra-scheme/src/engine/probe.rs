@@ -324,11 +324,32 @@ impl Ballot {
     }
 }
 
-/// Probes `input` within `timeout`.
+/// Probes `input` within `timeout`, asking again after a failure that may pass (a reset, a
+/// truncated or timed-out reply, a transient refusal): up to [`PROBE_ATTEMPTS`] in all,
+/// [`PROBE_RETRY`] apart and doubling, while the timeout allows. A mirror whose probe fails
+/// once is otherwise left out of the vote on the object, and the others' tie decided without
+/// it.
 async fn answer(index: usize, input: SourceInput, prime: bool, timeout: Duration) -> Answer {
-    let result = match tokio::time::timeout(timeout, input.probe(prime)).await {
-        Ok(r) => r.map_err(ProbeFailure::Error),
-        Err(_) => Err(ProbeFailure::TimedOut(timeout)),
+    let deadline = Instant::now() + timeout;
+    let mut wait = PROBE_RETRY;
+    let mut attempt = 1;
+    let result = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let result = match tokio::time::timeout(left, input.probe(prime)).await {
+            Ok(r) => r.map_err(ProbeFailure::Error),
+            Err(_) => Err(ProbeFailure::TimedOut(timeout)),
+        };
+        let passing = matches!(&result, Err(ProbeFailure::Error(e))
+            if e.failure_kind() == hydra_core::Failure::Transient);
+        if !passing || attempt == PROBE_ATTEMPTS || Instant::now() + wait >= deadline {
+            break result;
+        }
+        if let Err(e) = &result {
+            tracing::debug!(source = %input.endpoint, "{e}; probing again in {wait:?}");
+        }
+        tokio::time::sleep(wait).await;
+        wait *= 2;
+        attempt += 1;
     };
     Answer {
         index,
@@ -336,6 +357,12 @@ async fn answer(index: usize, input: SourceInput, prime: bool, timeout: Duration
         result,
     }
 }
+
+/// The most probes a source is sent before its failure stands.
+const PROBE_ATTEMPTS: u32 = 3;
+
+/// The wait before a source is probed again after a failure that may pass; doubled each time.
+const PROBE_RETRY: Duration = Duration::from_millis(100);
 
 /// Leaves out a source whose probe failed, with why.
 fn drop_failed(input: &SourceInput, why: &ProbeFailure, dropped: &mut Vec<(String, String)>) {
