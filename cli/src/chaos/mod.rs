@@ -139,6 +139,7 @@ async fn run_in(
         resume: false,
     };
     let mut facts = Vec::new();
+    let mut accepted = vec![objects(s, &vec![false; s.mirrors.len()], plant)];
     let ran = get
         .run(s.kill_after, bound)
         .await
@@ -152,6 +153,7 @@ async fn run_in(
     // Resumed only when the kill landed before the download finished.
     if ran.outcome == Outcome::Killed && !output.exists() {
         get.resume = true;
+        accepted.push(objects(s, &rig.replaced(), plant));
         let again = get
             .run(None, bound)
             .await
@@ -164,8 +166,18 @@ async fn run_in(
         });
     }
     drop(rig);
-    let accepted: Vec<Vec<u8>> = s
-        .accepted()
+    record.violations = facts
+        .iter()
+        .zip(&accepted)
+        .flat_map(|(f, a)| check::check(std::slice::from_ref(f), a))
+        .collect();
+    Ok(())
+}
+
+/// The bytes of every object a download of `s` may leave, when it starts with the mirrors
+/// flagged in `replaced` serving the replacement (see [`Scenario::accepted`]).
+fn objects(s: &Scenario, replaced: &[bool], plant: Option<Plant>) -> Vec<Vec<u8>> {
+    s.accepted(replaced)
         .iter()
         .map(|o| {
             let mut bytes = object_bytes(o.seed, ByteRange::new(0, o.size));
@@ -176,9 +188,7 @@ async fn run_in(
             }
             bytes
         })
-        .collect();
-    record.violations = check::check(&facts, &accepted);
-    Ok(())
+        .collect()
 }
 
 fn step_facts(

@@ -13,6 +13,7 @@ use hydra_scheme_http::origin as http;
 use hydra_scheme_sftp::origin as sftp;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
@@ -204,6 +205,8 @@ pub struct Rig {
     _origins: Vec<Arc<Origin>>,
     _links: Vec<ProxyHandle>,
     watchers: Vec<JoinHandle<()>>,
+    /// Per mirror: its object has been replaced.
+    replaced: Vec<Arc<AtomicBool>>,
 }
 
 impl Drop for Rig {
@@ -215,6 +218,14 @@ impl Drop for Rig {
 }
 
 impl Rig {
+    /// Per mirror, in the scenario's order: its object has been replaced by now.
+    pub fn replaced(&self) -> Vec<bool> {
+        self.replaced
+            .iter()
+            .map(|r| r.load(Ordering::SeqCst))
+            .collect()
+    }
+
     /// Starts every mirror of `s` and writes the SFTP mirrors' host keys, under the links'
     /// addresses, to `known_hosts`.
     pub async fn start(s: &Scenario, known_hosts: &Path) -> Result<Rig, RigError> {
@@ -223,6 +234,7 @@ impl Rig {
             _origins: Vec::new(),
             _links: Vec::new(),
             watchers: Vec::new(),
+            replaced: Vec::new(),
         };
         let mut hosts = String::new();
         for (i, m) in s.mirrors.iter().enumerate() {
@@ -242,8 +254,14 @@ impl Rig {
                 hosts.push_str(&format!("[{}]:{} {key}\n", via.ip(), via.port()));
             }
             rig.urls.push(origin.url_via(via));
-            rig.watchers
-                .push(watch_replacement(&proxy, origin.clone(), s.replacement()));
+            let replaced = Arc::new(AtomicBool::new(false));
+            rig.watchers.push(watch_replacement(
+                &proxy,
+                origin.clone(),
+                s.replacement(),
+                replaced.clone(),
+            ));
+            rig.replaced.push(replaced);
             rig._origins.push(origin);
             rig._links.push(proxy);
         }
@@ -252,14 +270,23 @@ impl Rig {
     }
 }
 
-/// Replaces `origin`'s object with `to` when its link fires `replace_object`.
-fn watch_replacement(proxy: &ProxyHandle, origin: Arc<Origin>, to: ObjectId) -> JoinHandle<()> {
+/// Replaces `origin`'s object with `to` when its link fires `replace_object`, and says so in
+/// `replaced`.
+fn watch_replacement(
+    proxy: &ProxyHandle,
+    origin: Arc<Origin>,
+    to: ObjectId,
+    replaced: Arc<AtomicBool>,
+) -> JoinHandle<()> {
     let mut fired = proxy.subscribe();
     tokio::spawn(async move {
         // Ends when the link is dropped (the channel closes) or the rig aborts it.
         loop {
             match fired.recv().await {
-                Ok(e) if e.action == Action::ReplaceObject => origin.replace(to),
+                Ok(e) if e.action == Action::ReplaceObject => {
+                    origin.replace(to);
+                    replaced.store(true, Ordering::SeqCst);
+                }
                 Ok(_) | Err(RecvError::Lagged(_)) => {}
                 Err(RecvError::Closed) => break,
             }

@@ -232,9 +232,11 @@ impl Scenario {
         }
     }
 
-    /// The whole objects a successful run may leave at FILE: the object most mirrors serve
-    /// (on a tie, either); the replacement too when every mirror's object was replaced.
-    pub fn accepted(&self) -> Vec<ObjectId> {
+    /// The whole objects a download may leave at FILE when it started with the mirrors
+    /// flagged in `replaced` already serving the replacement: the object most mirrors serve
+    /// (on a tie, either), counting those as serving the replacement; the replacement too
+    /// when every mirror's object is replaced, before the download or during it.
+    pub fn accepted(&self, replaced: &[bool]) -> Vec<ObjectId> {
         let mut out = vec![self.object];
         let odd: Vec<_> = self
             .mirrors
@@ -246,11 +248,12 @@ impl Scenario {
                 out.push(self.served_by(m));
             }
         }
-        if self
+        let every = self
             .mirrors
             .iter()
-            .all(|m| matches!(m.fault, Some(Fault::Replaced { .. })))
-        {
+            .all(|m| matches!(m.fault, Some(Fault::Replaced { .. })));
+        let before = replaced.iter().filter(|&&r| r).count();
+        if every || before * 2 >= self.mirrors.len() {
             out.push(self.replacement());
         }
         out
@@ -506,9 +509,37 @@ mod tests {
             ..good.clone()
         };
         s.mirrors = vec![good.clone(), good.clone(), odd.clone()];
-        assert_eq!(s.accepted(), vec![s.object]);
+        assert_eq!(s.accepted(&[false; 3]), vec![s.object]);
         s.mirrors = vec![odd.clone(), good];
-        assert_eq!(s.accepted(), vec![s.object, s.served_by(&odd)]);
+        assert_eq!(s.accepted(&[false; 2]), vec![s.object, s.served_by(&odd)]);
+    }
+
+    #[test]
+    fn mirrors_replaced_before_a_download_starts_serve_it_the_replacement() {
+        // seed 574: FTP replaced while the first download ran, an HTTP mirror whose ranged
+        // reads are gzip; killed, the resume found nothing recorded and fetched the
+        // replacement whole from the FTP mirror, the only one it could use.
+        let mut s = Scenario::draw(3);
+        let good = Mirror {
+            protocol: Protocol::Http,
+            rate: 1e6,
+            delay: Duration::ZERO,
+            fault: None,
+        };
+        let replaced = Mirror {
+            fault: Some(Fault::Replaced {
+                at: 1,
+                validators: true,
+            }),
+            ..good.clone()
+        };
+        s.mirrors = vec![replaced.clone(), good.clone()];
+        assert_eq!(s.accepted(&[false, false]), vec![s.object]);
+        assert_eq!(s.accepted(&[true, false]), vec![s.object, s.replacement()]);
+        s.mirrors = vec![replaced.clone(), good.clone(), good];
+        assert_eq!(s.accepted(&[true, false, false]), vec![s.object]);
+        s.mirrors = vec![replaced.clone(), replaced];
+        assert_eq!(s.accepted(&[false, false]), vec![s.object, s.replacement()]);
     }
 
     #[test]
