@@ -63,3 +63,35 @@ fn a_disputed_source_whose_bytes_were_all_fetched_again_leaves_nothing_to_confir
     i.fetches.get_mut(&FetchId(1)).expect("fetch").pos = 0;
     assert_eq!(i.unresolved(), None);
 }
+
+#[test]
+fn a_source_whose_bytes_are_revoked_is_checked_again_whatever_vouched_for_it_before() {
+    // Chaos seed 323: an HTTP mirror whose object is replaced with no validator to show it
+    // was vouched for by a boundary with an honest mirror, then had every byte revoked at
+    // another source's mismatch and fetched them all again, from the replacement; the old
+    // vouch let those bytes through unasked (exit 0 with the replacement).
+    let mut i = disputed_holder();
+    i.vouched.insert(0);
+    i.asked.insert(0);
+    assert!(i.unvouched().is_empty());
+    let specs = vec![hydra_core::SourceSpec::new(hydra_core::Capabilities::HTTP); 2];
+    let mut sched = Scheduler::new(1000, specs, hydra_core::Config::default());
+    let sink = crate::sink::MemorySink::new(1000);
+    assert!(i.revoke_source(0, &mut sched, &sink).is_empty());
+    i.fetches.get_mut(&FetchId(1)).expect("fetch").pos = 1000;
+    assert_eq!(i.unvouched(), vec![(0, ByteRange::new(0, PROOF_BYTES))]);
+}
+
+#[test]
+fn a_disagreement_with_a_source_shown_a_liar_does_not_count_toward_blaming_the_other() {
+    let mut i = Integrity::default();
+    i.strikes.entry(0).or_default().extend([Some(1), Some(2)]);
+    i.strikes.entry(1).or_default().insert(Some(0));
+    i.strikes.entry(2).or_default().insert(Some(0));
+    assert_eq!(i.blamed(), vec![0], "two live sources disagree with it");
+    i.dropped.push(dropped(1, true));
+    assert!(i.blamed().is_empty(), "one of the two was a liar");
+    i.dropped.clear();
+    i.dropped.push(dropped(1, false));
+    assert_eq!(i.blamed(), vec![0], "dropped, but not for lying");
+}
