@@ -495,15 +495,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_majority_object_is_always_accepted_and_a_lone_odd_mirror_never() {
-        let mut s = Scenario::draw(3);
-        let good = Mirror {
+    /// An HTTP mirror at 1 MB/s with no fault.
+    fn healthy() -> Mirror {
+        Mirror {
             protocol: Protocol::Http,
             rate: 1e6,
             delay: Duration::ZERO,
             fault: None,
-        };
+        }
+    }
+
+    #[test]
+    fn the_majority_object_is_always_accepted_and_a_lone_odd_mirror_never() {
+        let mut s = Scenario::draw(3);
+        let good = healthy();
         let odd = Mirror {
             fault: Some(Fault::OtherObject { size: 10 }),
             ..good.clone()
@@ -520,12 +525,7 @@ mod tests {
         // reads are gzip; killed, the resume found nothing recorded and fetched the
         // replacement whole from the FTP mirror, the only one it could use.
         let mut s = Scenario::draw(3);
-        let good = Mirror {
-            protocol: Protocol::Http,
-            rate: 1e6,
-            delay: Duration::ZERO,
-            fault: None,
-        };
+        let good = healthy();
         let replaced = Mirror {
             fault: Some(Fault::Replaced {
                 at: 1,
