@@ -19,6 +19,12 @@
 //! to act on it — and then becomes the new reference, so a connection that settles lower can be
 //! measured again.
 //!
+//! A connection is **settled** — its rate a measurement of its capacity, not of its ramp — once
+//! warm, when its medium average (α = 0.3) is within 15 % of a slow one (α = 0.15), or the
+//! first time its last three windows agree within 15 %: the averages, which still carry the
+//! ramp, then restart at those windows' mean. On the simulator's slow start that is the fifth
+//! window rather than the tenth.
+//!
 //! | grade | when |
 //! |---|---|
 //! | `Healthy` | otherwise |
@@ -120,6 +126,10 @@ pub struct CollapseDetector {
     cusum_up: f64,
     confirmed: u32,
     grade: Grade,
+    /// The last three samples, newest last (0 before they exist).
+    recent: [f64; 3],
+    /// Whether the connection has settled once (its first ramp is over).
+    ramped: bool,
 }
 
 impl CollapseDetector {
@@ -137,6 +147,8 @@ impl CollapseDetector {
             cusum_up: 0.0,
             confirmed: 0,
             grade: Grade::Healthy,
+            recent: [0.0; 3],
+            ramped: false,
         }
     }
 
@@ -150,6 +162,7 @@ impl CollapseDetector {
         let c = self.cfg;
         self.windows = self.windows.saturating_add(1);
         self.last = r;
+        self.recent = [self.recent[1], self.recent[2], r];
         if self.windows == 1 {
             self.short = r;
             self.medium = r;
@@ -179,6 +192,7 @@ impl CollapseDetector {
             self.cusum_up = 0.0;
             self.cusum_down = 0.0;
         }
+        self.end_ramp();
         if self.cusum_down >= c.h {
             self.confirmed += 1;
             if self.confirmed > c.relearn_windows && r > 0.0 {
@@ -211,6 +225,32 @@ impl CollapseDetector {
             self.grade = graded;
         }
         self.grade
+    }
+
+    /// Ends the first ramp once the last three windows agree within the settle tolerance:
+    /// the averages, which still carry the ramp, restart at their mean. A connection whose
+    /// windows never agree that closely settles when the averages do ([`Self::is_settled`]).
+    fn end_ramp(&mut self) {
+        if self.ramped || self.windows < self.cfg.warm_windows.max(3) {
+            return;
+        }
+        if self.is_settled() {
+            self.ramped = true;
+            return;
+        }
+        let lo = self.recent.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = self.recent.iter().copied().fold(0.0, f64::max);
+        if lo <= 0.0 || hi / lo - 1.0 > self.cfg.settle_tolerance {
+            return;
+        }
+        let level = self.recent.iter().sum::<f64>() / 3.0;
+        self.ramped = true;
+        self.medium = level;
+        self.slow = level;
+        if self.cusum_down <= 0.0 {
+            self.long = level;
+            self.cusum_up = 0.0;
+        }
     }
 
     /// Raises the grade to `Stalled` or `Dead` on clock-fed silence; the next sample with bytes
@@ -378,6 +418,32 @@ mod tests {
             assert_eq!(d.grade(), Grade::Healthy);
         }
         assert!(settled_at.is_some(), "never settled after the ramp ended");
+    }
+
+    #[test]
+    fn a_connection_whose_last_three_windows_agree_is_settled_at_its_level_at_once() {
+        // A slow start as the simulator models it: 41 % of the level in the first window,
+        // then 83, 95, 98.6, 99.7 %. The averages, seeded by the first window, take until
+        // the tenth to agree within the tolerance; the windows agree from the fifth.
+        let level = 6_000_000.0;
+        let ramp = [
+            0.41, 0.83, 0.95, 0.986, 0.997, 0.999, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0,
+        ];
+        let mut d = det();
+        let mut settled_at = None;
+        for (w, frac) in ramp.iter().enumerate() {
+            d.sample(level * frac);
+            if d.is_settled() && settled_at.is_none() {
+                settled_at = Some(w);
+                assert!(
+                    (d.medium() / level - 1.0).abs() < 0.05,
+                    "settled at window {w} with a medium average of {}",
+                    d.medium()
+                );
+            }
+        }
+        assert_eq!(settled_at, Some(4), "the windows agree from the fifth");
+        assert_eq!(d.grade(), Grade::Healthy);
     }
 
     #[test]
