@@ -21,7 +21,7 @@
 # Usage: bash bench/peers.sh [--reps N] [--scenarios a,b,...] [--tools t1,t2,...]
 #                            [--out DIR] [--no-memory] [--no-build] [--no-install]
 #   --reps N        repetitions per scenario and tool (default 3)
-#   --scenarios     names of bench/peers/NAME.toml (default: the six HTTP ones, in the order
+#   --scenarios     names of bench/peers/NAME.toml (default: the seven HTTP ones, in the order
 #                   below; the FTP/SFTP variants are named explicitly: saturated-ftp,
 #                   headroom-ftp, saturated-sftp, headroom-sftp)
 #   --tools         subset of: hydra hydra-warm aria2c axel lftp rclone curl (default: all)
@@ -43,7 +43,7 @@ cd "$(dirname "$0")/.."
 REPO=$(pwd)
 
 REPS=3
-SCENARIOS="saturated,headroom,mirrors,collapse,die,rtt150"
+SCENARIOS="saturated,headroom,mirrors,opening,collapse,die,rtt150"
 TOOLS="hydra,hydra-warm,aria2c,axel,lftp,rclone,curl"
 OUT=""
 MEMORY=1
