@@ -36,6 +36,8 @@
 #   --no-install    do not apt-get install missing peer tools
 # Environment: HYDRA_EXTRA (words added to `hydra get`, for diagnostics, e.g.
 #   HYDRA_EXTRA='--fixed-connections 4' bash bench/peers.sh --scenarios headroom --tools hydra);
+#   ARIA2C_FLAGS (aria2c's connection options, default '-x 16 -s 16 -k 1M
+#   --uri-selector=adaptive'; issue #29 measured '-x 4 -s 8 -k 1M');
 #   PEERS_PORTS=ORIGIN_BASE,PROXY_BASE (default 28400,28500: origins on ORIGIN_BASE+i, +50
 #   and +60; links on PROXY_BASE+i) for a second run on the same machine.
 set -euo pipefail
@@ -50,6 +52,7 @@ MEMORY=1
 BUILD=1
 INSTALL=1
 HYDRA_EXTRA=${HYDRA_EXTRA:-}
+ARIA2C_FLAGS=${ARIA2C_FLAGS:--x 16 -s 16 -k 1M --uri-selector=adaptive}
 while [ $# -gt 0 ]; do
   case "$1" in
     --reps) REPS=$2; shift 2 ;;
@@ -164,7 +167,7 @@ tool_cmd() {
     *:aria2c)
       CMD=(aria2c -q --allow-overwrite=true --auto-file-renaming=false
            --file-allocation=none --console-log-level=error
-           -x 16 -s 16 -k 1M --uri-selector=adaptive)
+           $ARIA2C_FLAGS)
       if [ "$PROTOCOL" = sftp ]; then CMD+=(--ssh-host-key-md="sha-1=$SFTP_SHA1"); fi
       CMD+=(-d "$(dirname "$out")" -o "$(basename "$out")" "$@") ;;
     *:axel) CMD=(axel -q -n 8 -o "$out" "$@") ;;
