@@ -102,8 +102,8 @@ fn a_simulation_is_a_pure_function_of_its_seed() {
 fn a_first_download_from_three_unequal_mirrors_completes_without_duplicates_within_today_s_bound() {
     // The opening row of issue #29 (6/3/1 MiB/s, 20/30/40 ms, 32 MiB): the default search and
     // every fixed count deliver each byte once; the search's first download stays within
-    // 1.12× (1.110× at 12 seeds since a ramp ends when its windows agree, 1.141× before; the
-    // target is 1.03×).
+    // 1.09× (1.076× at 12 seeds since a repair projects a fetch left alone on its link at the
+    // pair's rate, 1.110× before; the target is 1.03×).
     let r = report("opening", 12);
     for (n, arm) in [(1, "search"), (1, "hydra"), (2, "hydra"), (4, "hydra")] {
         let s = row(&r, n, arm);
@@ -111,7 +111,7 @@ fn a_first_download_from_three_unequal_mirrors_completes_without_duplicates_with
         assert_eq!(s.dup_bytes_mean, 0.0, "n={n} {arm}");
     }
     let search = row(&r, 1, "search");
-    assert!(search.ratio_mean.unwrap() <= 1.12, "{search:?}");
+    assert!(search.ratio_mean.unwrap() <= 1.09, "{search:?}");
 }
 
 #[test]

@@ -277,10 +277,9 @@ impl Scheduler {
     }
 
     /// [`Self::finish_time`], and with `end`, as [`Self::projected_end`] projects it: a fetch
-    /// still in its first rate window at its source's connection rate, and one
-    /// [left alone](Self::left_alone) on its bottleneck at the pair's rate. Repairs do not count
-    /// on the latter: over the 18 moments of a mirror's collapse in `hydra-core/tests/search.rs`
-    /// the transfers came out 1.020x the oracle on average without it, 1.026x with it.
+    /// still in its first rate window at its source's connection rate. Both project a fetch
+    /// [left alone](Self::left_alone) on its bottleneck at the pair's rate: by its own it
+    /// would be the latest finisher, and a repair would move its tail to a slower source.
     pub(super) fn finish_time_as(&self, slot: ConnId, now: Duration, end: bool) -> Option<f64> {
         let s = &self.slots[slot];
         let f = s.fetch.as_ref()?;
@@ -304,7 +303,7 @@ impl Scheduler {
                     t + g.left / g.rate
                 } else if end && f.detector.windows() == 0 {
                     t + left / self.conn_rate(s.source)?
-                } else if let Some(g) = end.then(|| self.left_alone(s.source)).flatten() {
+                } else if let Some(g) = self.left_alone(s.source) {
                     t + g.left / g.rate
                 } else if r > 0.0 && f.detector.windows() > 0 {
                     t + left / r
