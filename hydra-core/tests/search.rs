@@ -485,7 +485,8 @@ fn a_count_learned_on_the_headroom_path_opens_at_once_the_next_time_and_skips_th
 #[test]
 fn three_mirrors_remembered_with_their_rates_split_the_object_by_rate_from_the_start() {
     // The peers bench's three mirrors. Remembered without rates, the first split is even and
-    // the 1 MB/s mirror's third must be repaired away; with them, it is in proportion.
+    // the 1 MB/s mirror's third must be repaired away; with them, each mirror takes what it
+    // does by the fluid end after its round trip.
     let links = [mirror(6.0, 20), mirror(3.0, 30), mirror(1.0, 40)];
     let cold = run(48_000_000, &links, per_host(4), None);
     let learned: Vec<Remembered> = cold.learned.iter().map(|l| l.expect("learned")).collect();
@@ -518,6 +519,15 @@ fn three_mirrors_remembered_with_their_rates_split_the_object_by_rate_from_the_s
     assert!(with.repairs < without.repairs, "{with:?} {without:?}");
     assert!(with.end < without.end, "{with:?} {without:?}");
     assert!(with.end <= cold.end, "{with:?} {cold:?}");
+    // Each mirror's first byte comes one round trip after the start, so the fluid end is the
+    // T with Σ r·(T − rtt) = 48 MB: 4.85 s. A split in proportion to rate alone leaves the
+    // 1 MB/s mirror, the last to start, ending last (4.905 s).
+    let fluid_end = (48.0 + 6.0 * 0.040 + 3.0 * 0.060 + 1.0 * 0.080) / 10.0;
+    assert!(
+        with.end.as_secs_f64() < fluid_end * 1.002,
+        "{:?} against a fluid end of {fluid_end} s",
+        with.end
+    );
     eprintln!(
         "cold {:?} ({} repairs), remembered {:?} ({}), without rates {:?} ({})",
         cold.end, cold.repairs, with.end, with.repairs, without.end, without.repairs

@@ -1,10 +1,11 @@
 //! Maximal ranges: work-conserving assignment.
 //!
 //! Connections that open together split the unassigned bytes in proportion to their expected
-//! rates (the source's prior before anything is measured); a connection that opens alone
-//! takes the largest unassigned range whole. With other fetches delivering, or once rates are
-//! measured (except for an in-order consumer), a connection takes no more than it can do by
-//! the **fluid end**
+//! rates (the source's prior before anything is measured), or, with nothing else in flight
+//! and their rates known, so that each would end at the fluid end below; a connection that
+//! opens alone takes the largest unassigned range whole. With other fetches delivering, or
+//! once rates are measured (except for an in-order consumer), a connection takes no more
+//! than it can do by the **fluid end**
 //!
 //! `H = (W + Σ_i r_i·δ_i) / Σ_i r_i`
 //!
@@ -203,8 +204,9 @@ impl Scheduler {
     }
 
     /// Carves the unassigned `pieces` (`total` bytes) among the openings in order: shares in
-    /// proportion to their rates, each capped at what it does by the fluid end; one opening
-    /// alone takes a maximal range ([`Scheduler::whole_range`]).
+    /// proportion to their rates, each capped at what it does by the fluid end (exactly that
+    /// with nothing else in flight and rates known); one opening alone takes a maximal range
+    /// ([`Scheduler::whole_range`]).
     fn carve(
         &mut self,
         fill: &[Opening],
@@ -229,6 +231,10 @@ impl Scheduler {
             (w.is_finite() && w > 0.0 && capped && horizon.is_finite())
                 .then(|| w * (horizon - d).max(0.0))
         };
+        // With nothing else in flight, openings whose rates are known take their caps, not
+        // shares in proportion to rate: `Σ r·(H − δ)` is every byte, and each would end at the
+        // fluid end, where shares leave a slow setup's opening ending last.
+        let fluid_split = capped && others == 0.0;
         let (mut p, mut cur) = (0, pieces[0].lo);
         for (k, &Opening { src, slot, rate: w }) in fill.iter().enumerate() {
             if p >= pieces.len() {
@@ -245,7 +251,11 @@ impl Scheduler {
             } else {
                 let piece_end = pieces[p].hi;
                 let share = ((total as f64) * w / wsum).ceil() as u64;
-                let want = cap.map_or(share, |c| share.min(c.ceil() as u64));
+                let want = match cap {
+                    Some(c) if fluid_split => c.ceil() as u64,
+                    Some(c) => share.min(c.ceil() as u64),
+                    None => share,
+                };
                 let rest = piece_end - cur;
                 let mut take = want.max(min_piece).min(rest);
                 // The last slot takes the rest, up to its cap (the rest waits): the shares of
