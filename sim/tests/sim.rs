@@ -120,7 +120,7 @@ fn an_in_order_consumer_completes_every_seed_and_pays_at_most_a_tenth_over_the_f
     // lookahead of the default 16 MiB stream buffer, the slow mirror holding the write point
     // is repaired like any laggard and two connections per mirror cover each piece's round
     // trip, so the stream costs no more than a tenth over the same download to a file
-    // (docs/results/sim.md: 1.100× the oracle against the file's 1.107×; 1.209× with one
+    // (docs/results/sim.md: 1.100× the oracle against the file's 1.078×; 1.173× with one
     // connection per mirror); every lookahead, the smallest included, completes every seed
     // without a byte delivered twice.
     let r = report("stream", 12);
