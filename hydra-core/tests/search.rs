@@ -1121,9 +1121,11 @@ fn a_mirror_collapsing_at_any_phase_of_its_rate_windows_costs_at_most_six_percen
 {
     // The sweep above at eight phases of the 100 ms rate windows (25 ms apart), 144 moments:
     // its own 18 all fall at one phase. The worst, 1.046x, is a collapse at 4.55 s, 0.46 s
-    // before the oracle's end; the mean is 1.0196x. Pricing the collapsed mirror's idle slots
-    // at what its connections did before the collapse, or letting the last of several slots
-    // freed together take the rest of a piece, makes the worst 1.083x (1.075x at 4.25 s).
+    // before the oracle's end; the mean is 1.01944x, and 1.01970x when a busy taker about to
+    // finish is handed work a faster one finishing later would end sooner. Pricing the
+    // collapsed mirror's idle slots at what its connections did before the collapse, or
+    // letting the last of several slots freed together take the rest of a piece, makes the
+    // worst 1.083x (1.075x at 4.25 s).
     let phases: Vec<u64> = (0..200).step_by(25).collect();
     let (worst, mean) = collapse_sweep(&phases);
     assert!(
@@ -1132,7 +1134,7 @@ fn a_mirror_collapsing_at_any_phase_of_its_rate_windows_costs_at_most_six_percen
         worst.0,
         worst.1
     );
-    assert!(mean < 1.021, "mean {mean:.4}");
+    assert!(mean < 1.0196, "mean {mean:.5}");
 }
 
 /// A source too fast to measure (it finishes its share inside one rate window) beside one too

@@ -11,6 +11,9 @@
 //! credited only with the share of its rate the search measured as additive (none when
 //! unmeasured), unless the victim is collapsing: siblings behind one bottleneck re-label
 //! bytes rather than add capacity.
+//! A busy fetch that finishes later is weighed too: when it would end the work sooner than
+//! the best busy taker about to finish, the work waits for it rather than go to the slower
+//! one now (an idle slot or a restart still takes it).
 //!
 //! **Amount**: `x` equalises the two finishes, `(left − x)/r_v = eta + δ + x/r_t`.
 //!
@@ -45,6 +48,9 @@ pub(super) struct Taker {
     rate: f64,
     /// Setup cost of its request, seconds.
     delta: f64,
+    /// A busy fetch not yet about to finish: never a taker, but a busy taker that is about
+    /// to finish is not handed work this one would end sooner.
+    later: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -271,12 +277,14 @@ impl Scheduler {
     /// finishes; then the first considered: idle slots, busy fetches, the restart).
     fn best_move(&self, v: &Victim, base: Baseline, now: Duration) -> Option<Move> {
         let mut best: Option<Move> = None;
+        let mut later: Option<Move> = None;
         let mut consider = |tk: Taker| {
             let Some(m) = self.evaluate_move(v, tk, base.backlog, now) else {
                 return;
             };
-            if best.is_none_or(|b| m.after < b.after || (m.after == b.after && m.pair < b.pair)) {
-                best = Some(m);
+            let slot = if tk.later { &mut later } else { &mut best };
+            if slot.is_none_or(|b| m.after < b.after || (m.after == b.after && m.pair < b.pair)) {
+                *slot = Some(m);
             }
         };
         self.idle_takers(v, now, &mut consider);
@@ -290,10 +298,17 @@ impl Scheduler {
                     eta: base.preempt,
                     rate: v.reference,
                     delta,
+                    later: false,
                 });
             }
         }
-        best
+        // A busy taker about to finish is not handed work that one finishing later would end
+        // sooner: the work waits for it (an idle slot or a restart still takes it now).
+        let busy = best.is_some_and(|m| matches!(m.taker.kind, TakerKind::Busy(_)));
+        match (best, later) {
+            (Some(m), Some(l)) if busy && l.after < m.after => None,
+            _ => best,
+        }
     }
 
     /// The rate a taker of `src` is credited with: on the victim's own source, only the share
@@ -331,6 +346,7 @@ impl Scheduler {
                 eta: 0.0,
                 rate: self.credit(v, src, rate),
                 delta,
+                later: false,
             });
         }
     }
@@ -368,9 +384,7 @@ impl Scheduler {
             };
             // A busy taker counts only when it is about to finish: moving work to it earlier
             // buys nothing (it cannot start before it finishes) and decides on staler rates.
-            if policy.imminent_taker && ft - t > soon {
-                continue;
-            }
+            let later = policy.imminent_taker && ft - t > soon;
             // A taker in a shared group starts the piece when the group ends, with the whole
             // bottleneck to itself.
             let r_t = self
@@ -386,6 +400,7 @@ impl Scheduler {
                 eta: (ft - t).max(0.0),
                 rate: self.credit(v, src, r_t),
                 delta,
+                later,
             });
         }
     }
