@@ -105,10 +105,11 @@ pub struct SearchPolicy {
     pub decide_at_half: bool,
     /// The connections each source opens before anything is measured when the transfer has
     /// more than one source ([`Concurrency::Search`]'s `start` is a lone source's). With
-    /// several sources no probe continues as a first fetch, so every source's first request
-    /// waits on its probe anyway and a second session, opened while the probe is out, starts
-    /// with the first; and the opening split over two connections per source is half as
-    /// large per fetch where its equal priors are wrong. Default 1: at 2 a first download
+    /// several sources only the first source's probe may continue as its first fetch (the
+    /// engine primes it when that source opens one connection), so every other source's first
+    /// request waits on its probe anyway and a second session, opened while the probe is out,
+    /// starts with the first; and the opening split over two connections per source is half
+    /// as large per fetch where its equal priors are wrong. Default 1: at 2 a first download
     /// from three mirrors comes out 1.043× the oracle in `hydra sim opening` against 1.147×,
     /// but a late collapse costs more (docs/architecture.md, "The opening with several
     /// mirrors").

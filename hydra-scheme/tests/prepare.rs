@@ -165,6 +165,32 @@ async fn a_fixed_count_of_four_opens_three_sessions_while_probing_and_does_not_p
     assert_eq!(f.finished.load(Ordering::SeqCst), 3);
 }
 
+#[test]
+fn the_first_of_several_sources_is_primed_only_when_it_opens_one_connection() {
+    let f = fake(0);
+    let three = vec![input(&f, None), input(&f, None), input(&f, None)];
+    assert_eq!(EngineOptions::default().primed_source(&three), Some(0));
+    let remembered_four = vec![input(&f, Some(4)), input(&f, None)];
+    assert_eq!(
+        EngineOptions::default().primed_source(&remembered_four),
+        None
+    );
+    let fixed = EngineOptions {
+        config: Config {
+            concurrency: Concurrency::Fixed(2),
+            ..Config::default()
+        },
+        ..EngineOptions::default()
+    };
+    assert_eq!(fixed.primed_source(&three), None);
+    let off = EngineOptions {
+        prime_first_probe: false,
+        ..EngineOptions::default()
+    };
+    assert_eq!(off.primed_source(&three), None);
+    assert_eq!(EngineOptions::default().primed_source(&[]), None);
+}
+
 #[tokio::test(start_paused = true)]
 async fn no_more_sessions_are_opened_ahead_than_the_per_host_ceiling_lets_a_source_use() {
     let f = fake(usize::MAX);

@@ -106,18 +106,27 @@ impl Default for EngineOptions {
 }
 
 impl EngineOptions {
-    /// Whether a transfer from `sources` primes its probe: only with one source that
-    /// starts on one connection ([`Config::opening_level`]), whose first fetch is then the
-    /// whole object. With several first fetches the one from 0 would end at a split while a
-    /// primed response runs to the end of the object, so the rest would cross the wire as
-    /// waste and its connection could not be reused. A fixed count above one, or a source
-    /// remembered to open several connections at once ([`SourceInput::remembered`]), has
-    /// several first fetches.
+    /// The source whose probe is primed ([`Scheme::probe_primed`]): the first, when it opens
+    /// one connection ([`Config::opening_level`]) so that its first fetch starts at byte 0.
+    /// A lone source's first fetch is then the whole object. With several sources the first
+    /// split gives the first one the range from 0, so its primed response carries that range
+    /// a round trip sooner than a request sent after the split would; the response runs on
+    /// past the split, so its connection closes there (what was on the wire beyond it is
+    /// waste). A fixed count above one, or a source remembered to open several connections
+    /// at once ([`SourceInput::remembered`]), splits its own first range: nothing is primed.
+    ///
+    /// [`Scheme::probe_primed`]: crate::Scheme::probe_primed
+    pub fn primed_source(&self, sources: &[SourceInput]) -> Option<usize> {
+        let first = sources.first()?;
+        let level = self
+            .config
+            .opening_level(first.remembered.as_ref(), sources.len());
+        (self.prime_first_probe && level <= 1).then_some(0)
+    }
+
+    /// Whether a transfer from `sources` primes a probe ([`EngineOptions::primed_source`]).
     pub fn primes(&self, sources: &[SourceInput]) -> bool {
-        let [only] = sources else {
-            return false;
-        };
-        self.prime_first_probe && self.config.opening_level(only.remembered.as_ref(), 1) <= 1
+        self.primed_source(sources).is_some()
     }
 
     /// How long a closing check or a spot check may take: the probe timeout, within the

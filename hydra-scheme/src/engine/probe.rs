@@ -122,13 +122,16 @@ impl Engine {
             return Err(EngineError::NoSources);
         }
         let timeout = self.opts.probe_timeout;
-        let prime = self.opts.primes(&sources);
+        let primed = self.opts.primed_source(&sources);
         // Aborted (when still opening) as this returns.
         let _preparing = prepare_all(&sources, &self.opts.config, timeout);
         let tasks: Vec<_> = sources
             .into_iter()
             .enumerate()
-            .map(|(index, input)| tokio::spawn(answer(index, input, prime, timeout)))
+            .map(|(index, input)| {
+                let prime = primed == Some(index);
+                tokio::spawn(answer(index, input, prime, timeout))
+            })
             .collect();
         let mut answered: Vec<ProbedSource> = Vec::new();
         let mut dropped = Vec::new();
@@ -235,10 +238,11 @@ impl Engine {
     /// Starts every source's probe; answers arrive in the order they come.
     fn spawn_probes(&self, sources: Vec<SourceInput>) -> mpsc::UnboundedReceiver<Answer> {
         let timeout = self.opts.probe_timeout;
-        let prime = self.opts.primes(&sources);
+        let primed = self.opts.primed_source(&sources);
         let (tx, rx) = mpsc::unbounded_channel();
         for (index, input) in sources.into_iter().enumerate() {
             let tx = tx.clone();
+            let prime = primed == Some(index);
             tokio::spawn(async move {
                 let _ = tx.send(answer(index, input, prime, timeout).await);
             });

@@ -157,11 +157,18 @@ impl Object {
     }
 }
 
+/// How many requests' `Range` headers an origin keeps ([`Origin::ranges_asked`]): enough for
+/// any test, bounded for a long-running bench origin.
+pub const RANGES_KEPT: usize = 4096;
+
 #[derive(Debug)]
 struct State {
     object: Mutex<Object>,
     misbehaviour: Mutex<Misbehaviour>,
     requests: AtomicU64,
+    /// The first [`RANGES_KEPT`] requests' `Range` headers as sent, in the order answered
+    /// (`None`: no header).
+    ranges: Mutex<Vec<Option<String>>>,
     bytes: Arc<AtomicU64>,
     connections: AtomicU64,
 }
@@ -213,6 +220,7 @@ impl Origin {
             object: Mutex::new(Object::new(config.seed, config.size, 0)),
             misbehaviour: Mutex::new(config.misbehaviour),
             requests: AtomicU64::new(0),
+            ranges: Mutex::default(),
             bytes: Arc::new(AtomicU64::new(0)),
             connections: AtomicU64::new(0),
         });
@@ -272,6 +280,16 @@ impl Origin {
         self.state.requests.load(Ordering::SeqCst)
     }
 
+    /// The `Range` header of each of the first [`RANGES_KEPT`] requests as sent (`None`: no
+    /// header), in the order answered.
+    pub fn ranges_asked(&self) -> Vec<Option<String>> {
+        self.state
+            .ranges
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Body bytes handed to connections.
     pub fn bytes_served(&self) -> u64 {
         self.state.bytes.load(Ordering::SeqCst)
@@ -322,6 +340,14 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>) {
 /// The answer to one request; `nth` counts requests on this connection from 1.
 fn respond(state: &State, req: &Request<Incoming>, nth: u64) -> Response<ObjectBody> {
     state.requests.fetch_add(1, Ordering::SeqCst);
+    let range = req.headers().get(header::RANGE);
+    let range = range.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    // Invariant: nothing panics while this lock is held (a push only).
+    let mut ranges = state.ranges.lock().unwrap_or_else(|e| e.into_inner());
+    if ranges.len() < RANGES_KEPT {
+        ranges.push(range);
+    }
+    drop(ranges);
     let mis = {
         let mut m = state.misbehaviour();
         let snapshot = m.clone();

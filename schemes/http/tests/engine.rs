@@ -336,6 +336,35 @@ async fn a_lone_source_s_primed_probe_continues_as_the_first_fetch_in_one_reques
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_of_several_mirrors_continues_its_primed_probe_as_the_fetch_from_byte_0() {
+    let size = 1 << 20;
+    let a = origin(size, Misbehaviour::default()).await;
+    let b = origin(size, Misbehaviour::default()).await;
+    let (bytes, _report) = transfer(&engine(Concurrency::Search { start: 1 }), &[&a, &b])
+        .await
+        .expect("transfer");
+    assert_eq!(bytes, object_bytes(7, ByteRange::new(0, size)));
+    // The first mirror's probe asked for the object from byte 0, and nothing asked it for
+    // byte 0 again but one-byte closing checks: its probe's response was the fetch from 0.
+    let asked = a.ranges_asked();
+    assert_eq!(
+        asked.first().cloned().flatten().as_deref(),
+        Some("bytes=0-")
+    );
+    let again = asked[1..]
+        .iter()
+        .flatten()
+        .filter(|r| r.starts_with("bytes=0-") && r.as_str() != "bytes=0-0");
+    assert_eq!(again.count(), 0, "{asked:?}");
+    // The second mirror's probe is a plain one.
+    let asked = b.ranges_asked();
+    assert_eq!(
+        asked.first().cloned().flatten().as_deref(),
+        Some("bytes=0-0")
+    );
+}
+
 /// Early closing checks per source at most, and the one at the end.
 const CLOSING_CHECKS_AT_MOST: u64 = 4 + 1;
 
