@@ -351,7 +351,8 @@ impl Scheduler {
         }
     }
 
-    /// Busy fetches that will take the work when they finish, about to.
+    /// Busy fetches that will take the work when they finish: those about to, and (marked
+    /// `later`) those that only hold work back from a slower taker.
     fn busy_takers(&self, v: &Victim, now: Duration, visit: &mut dyn FnMut(Taker)) {
         let policy = self.cfg.repair;
         let t = now.as_secs_f64();
@@ -382,8 +383,9 @@ impl Scheduler {
             let Some(ft) = self.finish_time(i, now).filter(|ft| ft.is_finite()) else {
                 continue;
             };
-            // A busy taker counts only when it is about to finish: moving work to it earlier
-            // buys nothing (it cannot start before it finishes) and decides on staler rates.
+            // A busy fetch takes work only when it is about to finish: moving work to it
+            // earlier buys nothing (it cannot start before it finishes) and decides on staler
+            // rates. One finishing later is still weighed (`later`, see `best_move`).
             let later = policy.imminent_taker && ft - t > soon;
             // A taker in a shared group starts the piece when the group ends, with the whole
             // bottleneck to itself.
