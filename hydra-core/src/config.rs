@@ -8,8 +8,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Concurrency {
     /// Start each source at `start` connections (at [`SearchPolicy::start_with_mirrors`] when
-    /// the transfer has more than one source) and admit more while aggregate goodput rises by
-    /// at least [`SearchPolicy::accept_fraction`] of what the connection-count ratio promises.
+    /// the transfer has more than one source, at least [`SearchPolicy::start_near`] for a
+    /// lone source on a short round trip beyond the local network) and admit more while aggregate goodput rises by at
+    /// least [`SearchPolicy::accept_fraction`] of what the connection-count ratio promises.
     /// The default, with `start = 1`.
     Search {
         /// Connections a lone source opens at the start.
@@ -121,6 +122,33 @@ pub struct SearchPolicy {
     /// seeds) at a 15 MiB lookahead is 1.102× the oracle against 1.209× at 1 (3 MiB: 1.341×
     /// against 1.634×).
     pub start_in_order: usize,
+    /// The fewest connections a lone source opens before anything is measured when its
+    /// probe's round trip is between [`SearchPolicy::near_rtt_floor`] and
+    /// [`SearchPolicy::near_rtt`]. The search's first level
+    /// lasts its first byte, a rate window and a whole measurement (about 0.3 s wherever a
+    /// new connection's setup costs under 130 ms), which a second connection fills where one
+    /// cannot. A first level has nothing to be compared with, so a level of two is then tried
+    /// at four; where one connection fills the path, that trial costs its connections'
+    /// setups and the stops that end it, which grow with the round trip. Default 2. Measured on bench/peers.sh's
+    /// 4 MB/s links (three runs each, old and new alternated twice): at 20 ms the headroom
+    /// row (four paced connections fill the link) goes from 8.33–8.43 s to 8.20–8.23 s and
+    /// the saturated row (one connection fills it) from 6.03–6.05 s to 6.06–6.08 s; at 80 ms
+    /// the gain (8.47–8.54 s to 8.35–8.43 s) is about the cost (6.09–6.19 s to 6.19–6.23 s).
+    pub start_near: usize,
+    /// The longest probe round trip at which a lone source opens
+    /// [`SearchPolicy::start_near`] connections. Default 50 ms: between the 20 ms at which
+    /// opening two gains about five times what it costs and the 80 ms at which it gains
+    /// about what it costs.
+    pub near_rtt: Duration,
+    /// The shortest probe round trip at which a lone source opens
+    /// [`SearchPolicy::start_near`] connections. Below it the origin is on this host or its
+    /// network, where one connection runs at the speed of the client or of the origin's
+    /// disk, and a second one opened blind, and the search's trial of four that follows,
+    /// cost their read buffers at full speed. Default 1 ms: on loopback (1 GiB from nginx,
+    /// `bench/loopback.sh 1024 5`, the `dist` build, two runs of five each) opening two took
+    /// peak RSS from 7.0–8.0 MB (medians 7.3, 7.3) to 7.6–8.6 MB (7.9, 8.0), past issue #29's
+    /// 8 MB, and throughput from 1463–1506 MiB/s to 1313–1463.
+    pub near_rtt_floor: Duration,
 }
 
 impl Default for SearchPolicy {
@@ -136,6 +164,9 @@ impl Default for SearchPolicy {
             decide_at_half: true,
             start_with_mirrors: 1,
             start_in_order: 2,
+            start_near: 2,
+            near_rtt: Duration::from_millis(50),
+            near_rtt_floor: Duration::from_millis(1),
         }
     }
 }
@@ -182,20 +213,30 @@ pub struct Config {
 
 impl Config {
     /// The connections a source opens at once when its transfer starts, before anything is
-    /// measured, in a transfer from `sources` sources: the fixed count, or the count
-    /// remembered from an earlier search (climbing on from it when every level up to it
-    /// paid), or the search's start (a lone source's `start`, else
-    /// [`SearchPolicy::start_with_mirrors`]), and with a lookahead at least
-    /// [`SearchPolicy::start_in_order`]; within the per-host and total ceilings. A
-    /// source's own ceilings (its scheme's, or one for an object without ranges) may lower it
-    /// further.
-    pub fn opening_level(&self, remembered: Option<&Remembered>, sources: usize) -> usize {
+    /// measured, in a transfer from `sources` sources whose probe took `rtt` (`None`: not yet
+    /// known): the fixed count, or the count remembered from an earlier search (climbing on
+    /// from it when every level up to it paid), or the search's start (a lone source's
+    /// `start`, at least [`SearchPolicy::start_near`] when `rtt` is within
+    /// [`SearchPolicy::near_rtt_floor`] and [`SearchPolicy::near_rtt`], else [`SearchPolicy::start_with_mirrors`]), and with a
+    /// lookahead at least [`SearchPolicy::start_in_order`]; within the per-host and total
+    /// ceilings. A source's own ceilings (its scheme's, or one for an object without ranges)
+    /// may lower it further.
+    pub fn opening_level(
+        &self,
+        remembered: Option<&Remembered>,
+        sources: usize,
+        rtt: Option<Duration>,
+    ) -> usize {
         let ceiling = self.per_host.max(1).min(self.total.max(1));
         let level = match self.concurrency {
             Concurrency::Fixed(n) => n,
             Concurrency::Search { start } => {
+                let p = self.search;
+                let near = rtt.is_some_and(|r| p.near_rtt_floor <= r && r <= p.near_rtt);
                 let start = if sources > 1 {
                     self.search.start_with_mirrors
+                } else if near {
+                    start.max(self.search.start_near)
                 } else {
                     start
                 };

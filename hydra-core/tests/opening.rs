@@ -1,5 +1,6 @@
 //! How many connections each source opens before anything is measured: the search's `start`
-//! for a lone source, `SearchPolicy::start_with_mirrors` for each of several, counting the
+//! for a lone source (at least `SearchPolicy::start_near` when its probe's round trip is
+//! between `SearchPolicy::near_rtt_floor` and `SearchPolicy::near_rtt`), `SearchPolicy::start_with_mirrors` for each of several, counting the
 //! sources whose probes are still out; a fixed count or a remembered one whatever the number
 //! of sources.
 
@@ -23,6 +24,20 @@ fn search_config(start_with_mirrors: usize) -> Config {
 
 fn specs(n: usize) -> Vec<SourceSpec> {
     vec![SourceSpec::new(Capabilities::HTTP); n]
+}
+
+/// A probe round trip within the default `SearchPolicy::near_rtt`.
+const NEAR: Duration = Duration::from_millis(20);
+
+/// `n` sources whose probes came back after `rtt`.
+fn specs_at(n: usize, rtt: Duration) -> Vec<SourceSpec> {
+    vec![
+        SourceSpec {
+            rtt: Some(rtt),
+            ..SourceSpec::new(Capabilities::HTTP)
+        };
+        n
+    ]
 }
 
 /// The requests each of `sources` sources is sent by the first tick.
@@ -56,6 +71,51 @@ fn a_lone_source_opens_the_search_start_whatever_the_mirrors_start_says() {
 }
 
 #[test]
+fn a_lone_source_whose_probe_came_back_within_the_near_round_trips_opens_two_connections() {
+    let cfg = Config::default();
+    let near_rtt = cfg.search.near_rtt;
+    for (rtt, opened) in [
+        (NEAR, 2),
+        (near_rtt, 2),
+        (near_rtt + Duration::from_millis(1), 1),
+        (Duration::from_millis(150), 1),
+        (cfg.search.near_rtt_floor, 2),
+        (Duration::from_micros(200), 1),
+    ] {
+        let mut s = Scheduler::new(SIZE, specs_at(1, rtt), cfg.clone());
+        assert_eq!(
+            first_requests(&mut s, 1),
+            vec![opened],
+            "round trip {rtt:?}"
+        );
+    }
+    // Unknown before the probe: the far opening, so the engine primes the probe.
+    assert_eq!(cfg.opening_level(None, 1, None), 1);
+    assert_eq!(cfg.opening_level(None, 1, Some(NEAR)), 2);
+}
+
+#[test]
+fn the_near_opening_is_a_lone_source_s_and_stays_within_its_ceiling() {
+    let mut s = Scheduler::new(SIZE, specs_at(3, NEAR), Config::default());
+    assert_eq!(first_requests(&mut s, 3), vec![1, 1, 1]);
+    let one = Config {
+        per_host: 1,
+        ..Config::default()
+    };
+    let mut s = Scheduler::new(SIZE, specs_at(1, NEAR), one);
+    assert_eq!(first_requests(&mut s, 1), vec![1]);
+    let off = Config {
+        search: SearchPolicy {
+            start_near: 1,
+            ..SearchPolicy::default()
+        },
+        ..Config::default()
+    };
+    let mut s = Scheduler::new(SIZE, specs_at(1, NEAR), off);
+    assert_eq!(first_requests(&mut s, 1), vec![1]);
+}
+
+#[test]
 fn a_source_whose_probe_is_still_out_counts_toward_the_mirrors_start_until_given_up() {
     let mut s = Scheduler::new(SIZE, specs(1), search_config(2));
     s.expect_sources(1);
@@ -80,16 +140,24 @@ fn a_fixed_or_remembered_count_is_opened_whatever_the_number_of_sources() {
         concurrency: Concurrency::Fixed(3),
         ..search_config(2)
     };
-    assert_eq!(fixed.opening_level(None, 3), 3);
+    assert_eq!(fixed.opening_level(None, 3, None), 3);
+    assert_eq!(fixed.opening_level(None, 1, Some(NEAR)), 3);
     let remembered = Remembered {
         connections: 1,
         at_ceiling: false,
         additivity: None,
         conn_rate: None,
     };
-    assert_eq!(search_config(2).opening_level(Some(&remembered), 3), 1);
-    assert_eq!(search_config(2).opening_level(None, 3), 2);
-    assert_eq!(search_config(2).opening_level(None, 1), 1);
+    assert_eq!(
+        search_config(2).opening_level(Some(&remembered), 3, None),
+        1
+    );
+    assert_eq!(
+        search_config(2).opening_level(Some(&remembered), 1, Some(NEAR)),
+        1
+    );
+    assert_eq!(search_config(2).opening_level(None, 3, None), 2);
+    assert_eq!(search_config(2).opening_level(None, 1, None), 1);
 }
 
 #[test]
@@ -98,7 +166,7 @@ fn the_mirrors_start_stays_within_the_per_host_ceiling() {
         per_host: 2,
         ..search_config(4)
     };
-    assert_eq!(cfg.opening_level(None, 2), 2);
+    assert_eq!(cfg.opening_level(None, 2, None), 2);
     let mut s = Scheduler::new(SIZE, specs(2), cfg);
     assert_eq!(first_requests(&mut s, 2), vec![2, 2]);
 }

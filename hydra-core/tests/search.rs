@@ -372,7 +372,19 @@ fn mirror(cap: f64, one_way_ms: u64) -> Link {
     }
 }
 
+/// `n` connections per host, a lone source's search climbing from one on any round trip
+/// (`SearchPolicy::start_near` 1): the search's rules are stated from one connection.
 fn per_host(n: usize) -> Config {
+    let mut cfg = Config {
+        per_host: n,
+        ..Config::default()
+    };
+    cfg.search.start_near = 1;
+    cfg
+}
+
+/// `n` connections per host, with the default opening.
+fn default_opening(n: usize) -> Config {
     Config {
         per_host: n,
         ..Config::default()
@@ -452,6 +464,67 @@ fn on_the_headroom_path_doubling_reaches_four_connections_after_two_levels() {
     // turn) cost about 1.2 s; 100 ms windows and a measurement that overlaps the settling
     // bring each level to about 0.35 s and the whole ramp to about 0.4 s.
     assert!(r.end < Duration::from_millis(8_600), "{r:?}");
+}
+
+#[test]
+fn on_a_short_round_trip_a_lone_source_opens_two_and_reaches_the_headroom_path_s_four_a_level_sooner(
+) {
+    // The headroom path at a 20 ms round trip: the search's first level is two connections,
+    // so its one trial doubles to the ceiling, where from one it takes two.
+    let near = run(32_000_000, &[link(4.0, 1.2)], default_opening(4), None);
+    let from_one = run(32_000_000, &[link(4.0, 1.2)], per_host(4), None);
+    assert_eq!(near.outcome, Some(Outcome::Complete), "{near:?}");
+    assert_eq!(near.levels[0], vec![4], "{near:?}");
+    assert_eq!(
+        near.reasons[0],
+        LimitReason::Ceiling { serving: 4 },
+        "{near:?}"
+    );
+    assert_eq!(from_one.levels[0], vec![2, 4], "{from_one:?}");
+    assert!(
+        near.trials[0][0] < from_one.trials[0][1],
+        "four connections at {:?} from two, {:?} from one",
+        near.trials[0][0],
+        from_one.trials[0][1]
+    );
+    // Two connections rather than one for the first level's 0.34 s, and four 140 ms sooner:
+    // 8.175 s against 8.335 s (the oracle is 8.04 s).
+    assert!(
+        from_one.end.saturating_sub(near.end) >= Duration::from_millis(150),
+        "{:?} from two, {:?} from one",
+        near.end,
+        from_one.end
+    );
+}
+
+#[test]
+fn on_a_short_round_trip_where_one_connection_fills_the_link_the_two_opened_at_once_are_kept() {
+    let near = run(24_000_000, &[link(4.0, 4.0)], default_opening(4), None);
+    let from_one = run(24_000_000, &[link(4.0, 4.0)], per_host(4), None);
+    assert_eq!(near.outcome, Some(Outcome::Complete), "{near:?}");
+    assert_eq!(near.levels[0], vec![4], "{near:?}");
+    // This harness charges a stopped fetch nothing: the trial of four costs no time here
+    // (live, on bench/peers.sh's saturated row, it costs 0.02–0.03 s).
+    assert!(near.end <= from_one.end + STEP, "{near:?} {from_one:?}");
+    match near.reasons[0] {
+        LimitReason::Measured {
+            chosen: 2,
+            tried: 4,
+            ..
+        } => {}
+        other => panic!("expected a measured limit at 2, got {other:?} in {near:?}"),
+    }
+}
+
+#[test]
+fn on_a_long_round_trip_a_lone_source_still_climbs_from_one() {
+    let far = Link {
+        rtt: Duration::from_millis(150),
+        ..link(4.0, 1.2)
+    };
+    let r = run(32_000_000, &[far], default_opening(4), None);
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    assert_eq!(r.levels[0], vec![2, 4], "{r:?}");
 }
 
 #[test]
@@ -738,7 +811,7 @@ fn a_level_that_pays_in_full_from_its_first_bytes_opens_the_next_level_without_a
     let whole = Config {
         search: hydra_core::SearchPolicy {
             decide_at_half: false,
-            ..Default::default()
+            ..per_host(4).search
         },
         ..per_host(4)
     };
@@ -780,7 +853,7 @@ fn a_level_whose_new_connection_is_still_ramping_at_its_early_half_is_measured_a
     let whole = Config {
         search: hydra_core::SearchPolicy {
             decide_at_half: false,
-            ..Default::default()
+            ..per_host(4).search
         },
         ..per_host(4)
     };
@@ -803,7 +876,7 @@ fn a_level_that_adds_less_than_its_full_promise_is_judged_over_its_whole_window(
     let whole = Config {
         search: hydra_core::SearchPolicy {
             decide_at_half: false,
-            ..Default::default()
+            ..per_host(2).search
         },
         ..per_host(2)
     };

@@ -192,7 +192,7 @@ impl Opening {
     /// `sources` sources.
     pub(super) fn of(spec: &SourceSpec, cfg: &Config, ceiling: usize, sources: usize) -> Self {
         let level = cfg
-            .opening_level(spec.remembered.as_ref(), sources)
+            .opening_level(spec.remembered.as_ref(), sources, spec.rtt)
             .min(ceiling);
         let (search, limit) = match cfg.concurrency {
             Concurrency::Fixed(_) => (SearchState::Off, LimitReason::None),

@@ -107,11 +107,13 @@ impl Default for EngineOptions {
 
 impl EngineOptions {
     /// The source whose probe is primed ([`Scheme::probe_primed`]): the first, when it opens
-    /// one connection ([`Config::opening_level`]) so that its first fetch starts at byte 0.
-    /// A lone source's first fetch is then the whole object. With several sources the first
-    /// split gives the first one the range from 0, so its primed response carries that range
-    /// a round trip sooner than a request sent after the split would; the response runs on
-    /// past the split, so its connection closes there (what was on the wire beyond it is
+    /// one connection ([`Config::opening_level`], the probe's round trip not yet known) so
+    /// that its first fetch starts at byte 0. A lone source's first fetch is then the whole
+    /// object, or its first half when the probe's round trip opens a second connection
+    /// ([`hydra_core::SearchPolicy::start_near`]). With several sources the first split gives
+    /// the first one the range from 0, so its primed response carries that range a round trip
+    /// sooner than a request sent after the split would. A primed response runs on past the
+    /// end of its fetch, so its connection closes there (what was on the wire beyond it is
     /// waste). A fixed count above one, or a source remembered to open several connections
     /// at once ([`SourceInput::remembered`]), splits its own first range: nothing is primed.
     ///
@@ -120,7 +122,7 @@ impl EngineOptions {
         let first = sources.first()?;
         let level = self
             .config
-            .opening_level(first.remembered.as_ref(), sources.len());
+            .opening_level(first.remembered.as_ref(), sources.len(), None);
         (self.prime_first_probe && level <= 1).then_some(0)
     }
 

@@ -47,10 +47,12 @@ impl SourceInput {
     /// ([`Config::opening_level`]: a fixed count, one remembered from an earlier search, or
     /// the search's start), each with [`Scheme::prepare`] bounded by `timeout`, so that
     /// those fetches start with their request. A lone source's search with nothing
-    /// remembered opens nothing ahead. Drop the returned guard when the transfer starts: it
-    /// aborts those still opening, so that none holds a session a fetch would then lack.
+    /// remembered opens nothing ahead: the probe's round trip, not yet known, decides whether
+    /// it opens a second connection at once ([`hydra_core::SearchPolicy::start_near`]). Drop
+    /// the returned guard when the transfer starts: it aborts those still opening, so that
+    /// none holds a session a fetch would then lack.
     pub fn prepare(&self, config: &Config, sources: usize, timeout: Duration) -> Preparing {
-        let extra = config.opening_level(self.remembered.as_ref(), sources) - 1;
+        let extra = config.opening_level(self.remembered.as_ref(), sources, None) - 1;
         self.open_ahead(extra, timeout)
     }
 
