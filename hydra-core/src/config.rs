@@ -9,9 +9,9 @@ use std::time::Duration;
 pub enum Concurrency {
     /// Start each source at `start` connections (at [`SearchPolicy::start_with_mirrors`] when
     /// the transfer has more than one source, at least [`SearchPolicy::start_near`] for a
-    /// lone source on a short round trip beyond the local network) and admit more while aggregate goodput rises by at
-    /// least [`SearchPolicy::accept_fraction`] of what the connection-count ratio promises.
-    /// The default, with `start = 1`.
+    /// lone source on a short round trip beyond the local network) and admit more while
+    /// aggregate goodput rises by at least [`SearchPolicy::accept_fraction`] of what the
+    /// connection-count ratio promises. The default, with `start = 1`.
     Search {
         /// Connections a lone source opens at the start.
         start: usize,
@@ -124,12 +124,12 @@ pub struct SearchPolicy {
     pub start_in_order: usize,
     /// The fewest connections a lone source opens before anything is measured when its
     /// probe's round trip is between [`SearchPolicy::near_rtt_floor`] and
-    /// [`SearchPolicy::near_rtt`]. The search's first level
-    /// lasts its first byte, a rate window and a whole measurement (about 0.3 s wherever a
-    /// new connection's setup costs under 130 ms), which a second connection fills where one
-    /// cannot. A first level has nothing to be compared with, so a level of two is then tried
-    /// at four; where one connection fills the path, that trial costs its connections'
-    /// setups and the stops that end it, which grow with the round trip. Default 2. Measured on bench/peers.sh's
+    /// [`SearchPolicy::near_rtt`]. The search's first level lasts its first byte, a rate
+    /// window and a whole measurement (about 0.3 s wherever a new connection's setup costs
+    /// under 130 ms), which a second connection fills where one cannot. A first level has
+    /// nothing to be compared with, so a level of two is then tried at four; where one
+    /// connection fills the path, that trial costs its connections' setups and the stops
+    /// that end it, which grow with the round trip. Default 2. Measured on bench/peers.sh's
     /// 4 MB/s links (three runs each, old and new alternated twice): at 20 ms the headroom
     /// row (four paced connections fill the link) goes from 8.33–8.43 s to 8.20–8.23 s and
     /// the saturated row (one connection fills it) from 6.03–6.05 s to 6.06–6.08 s; at 80 ms
@@ -217,10 +217,10 @@ impl Config {
     /// known): the fixed count, or the count remembered from an earlier search (climbing on
     /// from it when every level up to it paid), or the search's start (a lone source's
     /// `start`, at least [`SearchPolicy::start_near`] when `rtt` is within
-    /// [`SearchPolicy::near_rtt_floor`] and [`SearchPolicy::near_rtt`], else [`SearchPolicy::start_with_mirrors`]), and with a
-    /// lookahead at least [`SearchPolicy::start_in_order`]; within the per-host and total
-    /// ceilings. A source's own ceilings (its scheme's, or one for an object without ranges)
-    /// may lower it further.
+    /// [`SearchPolicy::near_rtt_floor`] and [`SearchPolicy::near_rtt`]; else
+    /// [`SearchPolicy::start_with_mirrors`]), and with a lookahead at least
+    /// [`SearchPolicy::start_in_order`]; within the per-host and total ceilings. A source's
+    /// own ceilings (its scheme's, or one for an object without ranges) may lower it further.
     pub fn opening_level(
         &self,
         remembered: Option<&Remembered>,
@@ -234,9 +234,9 @@ impl Config {
                 let p = self.search;
                 let near = rtt.is_some_and(|r| p.near_rtt_floor <= r && r <= p.near_rtt);
                 let start = if sources > 1 {
-                    self.search.start_with_mirrors
+                    p.start_with_mirrors
                 } else if near {
-                    start.max(self.search.start_near)
+                    start.max(p.start_near)
                 } else {
                     start
                 };
@@ -246,7 +246,7 @@ impl Config {
                     None => start,
                 };
                 match self.lookahead {
-                    Some(_) => level.max(self.search.start_in_order),
+                    Some(_) => level.max(p.start_in_order),
                     None => level,
                 }
             }

@@ -1,8 +1,8 @@
 //! How many connections each source opens before anything is measured: the search's `start`
 //! for a lone source (at least `SearchPolicy::start_near` when its probe's round trip is
-//! between `SearchPolicy::near_rtt_floor` and `SearchPolicy::near_rtt`), `SearchPolicy::start_with_mirrors` for each of several, counting the
-//! sources whose probes are still out; a fixed count or a remembered one whatever the number
-//! of sources.
+//! between `SearchPolicy::near_rtt_floor` and `SearchPolicy::near_rtt`),
+//! `SearchPolicy::start_with_mirrors` for each of several, counting the sources whose probes
+//! are still out; a fixed count or a remembered one whatever the number of sources.
 
 use hydra_core::{
     Action, Capabilities, Concurrency, Config, Remembered, Scheduler, SearchPolicy, SourceId,
