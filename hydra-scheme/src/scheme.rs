@@ -94,8 +94,8 @@ pub trait Scheme: Send + Sync {
     /// [`RangeWriter::primed`] instead of [`RangeWriter::connected`] — rather than sending a
     /// request, which saves a round trip. A primed response that no fetch takes within
     /// [`PRIMED_TTL`], or that a fetch of the endpoint starting elsewhere finds, is dropped
-    /// (what it had received is waste). The engine primes the probe of the first source when
-    /// that source opens one connection
+    /// (what it had received is waste). The engine primes the probe of the first source when,
+    /// as far as is known before the probe, that source opens one connection
     /// ([`EngineOptions::primed_source`](crate::engine::EngineOptions::primed_source)).
     /// Default: a plain probe.
     async fn probe_primed(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
