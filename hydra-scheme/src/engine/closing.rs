@@ -7,11 +7,17 @@
 //! last byte, it costs one round trip of the slowest source after the transfer ends. So it is
 //! also asked *early*, aimed to land as the transfer ends:
 //!
-//! * Early checks are sent only once no byte is unassigned, one at a time per source: when
-//!   the transfer's projected end ([`Scheduler::projected_end`]: fetches sharing a bottleneck
-//!   end together, and one its last sibling there has just left alone carries the pair's rate)
-//!   is within [`AIM`] of what a check of the source costs and no earlier check of it is still
-//!   in flight. That cost is the quickest answered check's round trip, but no more than the
+//! * A source that has delivered and has no fetch in flight or connecting is asked at once,
+//!   one check at a time, whether or not bytes are still unassigned: its answer comes after
+//!   its last byte whenever it comes, and asked later it could only come later. Aimed at the
+//!   transfer's end, the check of a mirror whose share ended 0.95 s before the last byte
+//!   landed 10 ms after that byte (`tests/closing_idle.rs`). If the source is then asked for
+//!   more bytes, its check does not stand, and the rules below time the next.
+//! * A source still delivering is checked early only once no byte is unassigned, one check
+//!   at a time: when the transfer's projected end ([`Scheduler::projected_end`]: fetches
+//!   sharing a bottleneck end together, and one its last sibling there has just left alone
+//!   carries the pair's rate) is within [`AIM`] of what a check of the source costs and no
+//!   earlier check of it is still in flight. That cost is the quickest answered check's round trip, but no more than the
 //!   whole round trips of the source's unloaded path it spans ([`due`]): what it took beyond
 //!   them was queueing behind the transfer, gone by its end. Whether one is due is looked at
 //!   again as soon as a check finishes, not only when the engine next sees bytes: on the
@@ -226,15 +232,27 @@ impl ClosingChecks {
         now: Duration,
     ) {
         // None while bytes are unassigned or a live fetch's end cannot be projected.
-        let Some(end) = sched.projected_end(now) else {
-            return;
-        };
-        let end = end.as_secs_f64();
+        let end = sched.projected_end(now).map(|e| e.as_secs_f64());
         for (i, s) in sources.iter().enumerate() {
             let k = self.sent[i].len();
             if k >= MAX_EARLY || !self.wanted(sched, i) {
                 continue;
             }
+            let busy = sched
+                .in_flight()
+                .filter(|&(_, _, src, _)| src.0 as usize == i)
+                .count();
+            if self.idle(i, busy, connecting) {
+                // Asked later, its answer could only come later.
+                if self.answered(i) && !self.answered_after_last_byte(i) {
+                    tracing::debug!(source = i, k, "closing check of an idle source");
+                    self.ask(s, i);
+                }
+                continue;
+            }
+            let Some(end) = end else {
+                continue;
+            };
             // With every byte in, an answer given after the source's last byte stands, and
             // another check would only be aborted. The last fetch can still be open then (an
             // FTP transfer waiting for its `226`).
@@ -245,10 +263,6 @@ impl ClosingChecks {
                 .setup_cost(SourceId(i as u16))
                 .unwrap_or(s.probe.connect + s.probe.first_byte)
                 .as_secs_f64();
-            let busy = sched
-                .in_flight()
-                .filter(|&(_, _, src, _)| src.0 as usize == i)
-                .count();
             // A scheme with a session ceiling refuses a check while every session it allows
             // carries a fetch: the check waits for one to come back.
             let capped = s
@@ -285,11 +299,6 @@ impl ClosingChecks {
             } else {
                 (setup, CALIBRATE * setup)
             };
-            // Every check sent so far was answered while bytes were still due. Counted by the
-            // checks, so that one that has just woken the engine is seen finished (its task may
-            // not have returned yet); a task that ended otherwise (a panic) is finished too.
-            let answered = self.finished[i].load(Ordering::SeqCst) == self.sent[i].len()
-                || self.sent[i].iter().all(JoinHandle::is_finished);
             // With no session of the source idle and no spare opening, the check would open
             // one of its own: only while that can be done before the projected end.
             let in_time = || {
@@ -300,7 +309,8 @@ impl ClosingChecks {
                         .is_some_and(|idle| idle <= connecting.get(i).copied().unwrap_or(0));
                 !dials || end > DIAL * setup
             };
-            if answered && end <= due && !capped && in_time() {
+            // Every check sent so far was answered while bytes were still due.
+            if self.answered(i) && end <= due && !capped && in_time() {
                 tracing::debug!(
                     source = i,
                     k,
@@ -309,9 +319,7 @@ impl ClosingChecks {
                     due,
                     "early closing check"
                 );
-                let spare = self.spare[i].as_ref().map(|(_, opening)| opening.clone());
-                let h = self.spawn(s, i, spare);
-                self.sent[i].push(h);
+                self.ask(s, i);
             }
         }
     }
@@ -415,6 +423,29 @@ impl ClosingChecks {
         }
         tracing::debug!(waited = ?began.elapsed(), "closing checks settled");
         Ok(())
+    }
+
+    /// Whether source `i`, with `busy` fetches in flight, has delivered and has no fetch in
+    /// flight or connecting (`connecting`: per source, fetches requested that have not yet
+    /// reported their session). A check asked now is answered after its last byte, and
+    /// stands unless the source is asked for more.
+    fn idle(&self, i: usize, busy: usize, connecting: &[usize]) -> bool {
+        busy == 0 && connecting.get(i).copied().unwrap_or(0) == 0 && self.last_byte[i].is_some()
+    }
+
+    /// Whether every check of source `i` sent so far has finished. Counted by the checks, so
+    /// that one that has just woken the engine is seen finished (its task may not have
+    /// returned yet); a task that ended otherwise (a panic) is finished too.
+    fn answered(&self, i: usize) -> bool {
+        self.finished[i].load(Ordering::SeqCst) == self.sent[i].len()
+            || self.sent[i].iter().all(JoinHandle::is_finished)
+    }
+
+    /// Sends an early check of source `i` (`s`), on its spare session once that is open.
+    fn ask(&mut self, s: &ProbedSource, i: usize) {
+        let spare = self.spare[i].as_ref().map(|(_, opening)| opening.clone());
+        let h = self.spawn(s, i, spare);
+        self.sent[i].push(h);
     }
 
     /// Whether a check of source `i` was answered without error after its last byte so far.
