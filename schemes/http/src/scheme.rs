@@ -543,9 +543,15 @@ impl HttpScheme {
             slot: Some(req.slot),
         };
         let asked = ByteRange::new(start, hi);
-        // A primed probe's response for this endpoint continues as the fetch from 0; found by a
-        // fetch starting elsewhere, it is dropped (its connection closes).
-        let primed = self.take_primed(&req.endpoint).filter(|_| start == 0);
+        // A primed probe's response for this endpoint continues as the fetch from 0. A fetch
+        // starting elsewhere leaves it: a lone source's first split asks for all its fetches
+        // at once, and the one from 0 may come second. One no fetch takes is dropped after
+        // `PRIMED_TTL`.
+        let primed = if start == 0 {
+            self.take_primed(&req.endpoint)
+        } else {
+            None
+        };
         let (conn, resp, end_of_body) = match primed {
             Some(w) => {
                 req.writer.primed();

@@ -337,6 +337,26 @@ async fn a_lone_source_s_primed_probe_continues_as_the_first_fetch_in_one_reques
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_source_opening_four_connections_continues_its_primed_probe_from_byte_0() {
+    let size = 4 << 20;
+    let o = origin(size, Misbehaviour::default()).await;
+    let (bytes, report) = transfer(&engine(Concurrency::Fixed(4)), &[&o])
+        .await
+        .expect("transfer");
+    assert_eq!(bytes, object_bytes(7, ByteRange::new(0, size)));
+    assert!(report.requests >= 4, "{report:?}");
+    // Byte 0 was asked for once, by the probe, whose response was the fetch from 0; every
+    // other range from 0 is a closing revalidation (`bytes=0-0`).
+    let asked = o.ranges_asked();
+    let from_zero: Vec<&String> = asked
+        .iter()
+        .flatten()
+        .filter(|r| r.starts_with("bytes=0-") && r.as_str() != "bytes=0-0")
+        .collect();
+    assert_eq!(from_zero, ["bytes=0-"], "{asked:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_of_several_mirrors_continues_its_primed_probe_as_the_fetch_from_byte_0() {
     let size = 1 << 20;
     let a = origin(size, Misbehaviour::default()).await;
@@ -386,7 +406,7 @@ async fn without_priming_the_same_transfer_costs_a_probe_request() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_primed_response_is_not_spliced_into_a_fetch_that_starts_elsewhere() {
+async fn a_primed_response_is_not_spliced_into_a_fetch_that_starts_elsewhere_but_left_for_0() {
     use hydra_scheme::{FetchRequest, NoObserver, RangeWriter};
     let size = 1 << 20;
     let o = origin(size, Misbehaviour::default()).await;
@@ -394,6 +414,7 @@ async fn a_primed_response_is_not_spliced_into_a_fetch_that_starts_elsewhere() {
     let ep = Endpoint::parse(&o.url("/object")).expect("url");
     let probe = s.probe_primed(&ep).await.expect("probe");
     assert_eq!(probe.size, size);
+    let probe_again = probe.clone();
     let range = ByteRange::new(4096, 8192);
     let sink = Arc::new(MemorySink::new(size as usize));
     let (_bound, writer) = RangeWriter::for_range(
@@ -420,7 +441,30 @@ async fn a_primed_response_is_not_spliced_into_a_fetch_that_starts_elsewhere() {
         &got[4096..8192],
         &object_bytes(7, ByteRange::new(4096, 8192))[..]
     );
-    // Its own request, on a new connection: the primed one was dropped, not reused mid-body.
+    // Its own request, on a new connection: the primed one was not reused mid-body.
     assert_eq!(o.requests_served(), 2);
     assert_eq!(o.connections_accepted(), 2);
+    // It was left for the fetch from 0, which continues it without a request.
+    let first = ByteRange::new(0, 4096);
+    let (_bound, writer) = RangeWriter::for_range(
+        hydra_scheme::FetchId(2),
+        first,
+        sink.clone(),
+        Arc::new(NoObserver),
+    );
+    let req = FetchRequest {
+        endpoint: Arc::new(Endpoint::parse(&o.url("/object")).expect("url")),
+        expect: probe_again,
+        slot: hydra_scheme::ConnId(1),
+        writer,
+    };
+    let outcome = tokio::time::timeout(LIMIT, s.fetch(req))
+        .await
+        .expect("bounded");
+    assert!(
+        matches!(outcome, hydra_scheme::FetchOutcome::Completed),
+        "{outcome:?}"
+    );
+    assert_eq!(&sink.contents()[..4096], &object_bytes(7, first)[..]);
+    assert_eq!(o.requests_served(), 2);
 }
