@@ -92,10 +92,11 @@ pub trait Scheme: Send + Sync {
     /// as the start of a fetch from offset 0 (a *primed* probe): the next fetch of the same
     /// endpoint that starts at 0 continues that response — reporting
     /// [`RangeWriter::primed`] instead of [`RangeWriter::connected`] — rather than sending a
-    /// request, which saves a round trip. A primed response that no fetch takes within
-    /// [`PRIMED_TTL`], or that a fetch of the endpoint starting elsewhere finds, is dropped
-    /// (what it had received is waste). The engine primes the probe of the first source when,
-    /// as far as is known before the probe, that source opens one connection
+    /// request, which saves a round trip. A fetch of the endpoint starting elsewhere leaves
+    /// it (a source opening several connections asks for its first fetches at once, in no
+    /// set order); one that no fetch from 0 takes within [`PRIMED_TTL`] is dropped (what it
+    /// had received is waste). The engine primes a lone source's probe, and the first of
+    /// several sources' when, as far as is known before the probe, it opens one connection
     /// ([`EngineOptions::primed_source`](crate::engine::EngineOptions::primed_source)).
     /// Default: a plain probe.
     async fn probe_primed(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {

@@ -145,7 +145,7 @@ async fn without_a_remembered_count_nothing_is_opened_ahead() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_fixed_count_of_four_opens_three_sessions_while_probing_and_does_not_prime() {
+async fn a_fixed_count_of_four_opens_three_sessions_while_its_primed_probe_is_out() {
     let f = fake(usize::MAX);
     let opts = EngineOptions {
         config: Config {
@@ -155,7 +155,7 @@ async fn a_fixed_count_of_four_opens_three_sessions_while_probing_and_does_not_p
         ..EngineOptions::default()
     };
     let sources = vec![input(&f, None)];
-    assert!(!opts.primes(&sources));
+    assert!(opts.primes(&sources));
     let engine = Engine::new(opts);
     tokio::time::timeout(LIMIT, engine.probe(sources))
         .await
@@ -163,6 +163,31 @@ async fn a_fixed_count_of_four_opens_three_sessions_while_probing_and_does_not_p
         .expect("probe");
     assert_eq!(f.prepared.load(Ordering::SeqCst), 3);
     assert_eq!(f.finished.load(Ordering::SeqCst), 3);
+}
+
+#[test]
+fn a_lone_source_is_primed_whatever_count_it_opens() {
+    let f = fake(0);
+    let fixed = |n| EngineOptions {
+        config: Config {
+            concurrency: Concurrency::Fixed(n),
+            ..Config::default()
+        },
+        ..EngineOptions::default()
+    };
+    for opts in [fixed(1), fixed(4), EngineOptions::default()] {
+        assert_eq!(opts.primed_source(&[input(&f, None)]), Some(0));
+    }
+    let remembered_four = [input(&f, Some(4))];
+    assert_eq!(
+        EngineOptions::default().primed_source(&remembered_four),
+        Some(0)
+    );
+    let off = EngineOptions {
+        prime_first_probe: false,
+        ..fixed(4)
+    };
+    assert_eq!(off.primed_source(&remembered_four), None);
 }
 
 #[test]

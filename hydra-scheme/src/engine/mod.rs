@@ -106,24 +106,27 @@ impl Default for EngineOptions {
 }
 
 impl EngineOptions {
-    /// The source whose probe is primed ([`Scheme::probe_primed`]): the first, when it opens
-    /// one connection ([`Config::opening_level`], the probe's round trip not yet known) so
-    /// that its first fetch starts at byte 0. A lone source's first fetch is then the whole
-    /// object, or its first half when the probe's round trip opens a second connection
-    /// ([`hydra_core::SearchPolicy::start_near`]). With several sources the first split gives
-    /// the first one the range from 0, so its primed response carries that range a round trip
-    /// sooner than a request sent after the split would. A primed response runs on past the
-    /// end of its fetch, so its connection closes there (what was on the wire beyond it is
-    /// waste). A fixed count above one, or a source remembered to open several connections
-    /// at once ([`SourceInput::remembered`]), splits its own first range: nothing is primed.
+    /// The source whose probe is primed ([`Scheme::probe_primed`]): a lone source, or the
+    /// first of several when it opens one connection ([`Config::opening_level`], the probe's
+    /// round trip not yet known). A lone source's first split gives one of its fetches the
+    /// range from 0, however many connections it opens (a fixed or remembered count, or two
+    /// when its probe's round trip is short, [`hydra_core::SearchPolicy::start_near`]); with
+    /// several sources the first split gives the first one the range from 0. The primed
+    /// response carries that range a round trip sooner than a request sent after the split
+    /// would. It runs on past the end of its fetch, so its connection closes there (what was
+    /// on the wire beyond it is waste). With several sources, a first one that opens several
+    /// connections at once is not primed.
     ///
     /// [`Scheme::probe_primed`]: crate::Scheme::probe_primed
     pub fn primed_source(&self, sources: &[SourceInput]) -> Option<usize> {
         let first = sources.first()?;
+        if !self.prime_first_probe {
+            return None;
+        }
         let level = self
             .config
             .opening_level(first.remembered.as_ref(), sources.len(), None);
-        (self.prime_first_probe && level <= 1).then_some(0)
+        (sources.len() == 1 || level <= 1).then_some(0)
     }
 
     /// Whether a transfer from `sources` primes a probe ([`EngineOptions::primed_source`]).
