@@ -69,6 +69,10 @@ enum When {
     /// `CHECK` + [`QUEUE`]; one asked later takes `CHECK`. Probes report [`UNLOADED`] as their
     /// round trip; the object never changes.
     ChecksQueueBehindTheTransfer,
+    /// As [`When::SessionsTakeASetup`], except that the fetch from byte 0 runs at twice the
+    /// pace and its session does not go back to the pool when it ends (a primed probe's
+    /// response, read past the fetch's end, closes its connection there).
+    FromZeroEndsFirstAndClosesItsSession,
     /// A fetch writes [`SPARSE_CHUNK`] every [`SPARSE_GAP`], and a check takes [`MID_CHECK`]:
     /// a check answers between two chunks; the object never changes.
     SparseChunks,
@@ -163,6 +167,14 @@ impl Paced {
     fn rewrite(&self) {
         *self.version.lock().unwrap() = 2;
     }
+
+    /// Sessions are pooled, and a check or a spare takes a setup to open one.
+    fn pooled(&self) -> bool {
+        matches!(
+            self.when,
+            When::SessionsTakeASetup | When::FromZeroEndsFirstAndClosesItsSession
+        )
+    }
 }
 
 #[async_trait]
@@ -182,7 +194,7 @@ impl Scheme for Paced {
     }
 
     fn pooled_sessions(&self, _: &Endpoint) -> Option<usize> {
-        matches!(self.when, When::SessionsTakeASetup).then(|| self.idle.load(Ordering::SeqCst))
+        self.pooled().then(|| self.idle.load(Ordering::SeqCst))
     }
 
     async fn prepare(&self, _: &Endpoint) -> Result<(), SchemeError> {
@@ -191,7 +203,7 @@ impl Scheme for Paced {
             self.prepared_before_last_byte
                 .fetch_add(1, Ordering::SeqCst);
         }
-        if matches!(self.when, When::SessionsTakeASetup) {
+        if self.pooled() {
             tokio::time::sleep(SETUP).await;
             self.idle.fetch_add(1, Ordering::SeqCst);
         }
@@ -200,7 +212,7 @@ impl Scheme for Paced {
 
     async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
         let first = self.probes.load(Ordering::SeqCst) == 0;
-        let due = SIZE - self.written.load(Ordering::SeqCst);
+        let due = SIZE.saturating_sub(self.written.load(Ordering::SeqCst));
         if self.all_sent.load(Ordering::SeqCst) {
             self.asked_after_last_byte.fetch_add(1, Ordering::SeqCst);
         } else {
@@ -264,7 +276,7 @@ impl Scheme for Paced {
         if !first && matches!(self.when, When::SparseChunks) {
             tokio::time::sleep(MID_CHECK).await;
         }
-        if !first && matches!(self.when, When::SessionsTakeASetup) {
+        if !first && self.pooled() {
             let took = self
                 .idle
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
@@ -278,7 +290,7 @@ impl Scheme for Paced {
         if !first {
             let after = self.all_sent.load(Ordering::SeqCst);
             self.checks.lock().unwrap().push((due, after));
-            let now_due = SIZE - self.written.load(Ordering::SeqCst);
+            let now_due = SIZE.saturating_sub(self.written.load(Ordering::SeqCst));
             self.due_at_answers.lock().unwrap().push(now_due);
         }
         let v = self.version();
@@ -305,9 +317,11 @@ impl Scheme for Paced {
 
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
         self.open.fetch_add(1, Ordering::SeqCst);
+        let from_zero = request.writer.offset() == 0;
         let out = self.paced(&mut request).await;
         self.open.fetch_sub(1, Ordering::SeqCst);
-        if matches!(self.when, When::SessionsTakeASetup) {
+        let closes = from_zero && matches!(self.when, When::FromZeroEndsFirstAndClosesItsSession);
+        if self.pooled() && !closes {
             // Its session goes back to the pool.
             self.idle.fetch_add(1, Ordering::SeqCst);
         }
@@ -319,8 +333,10 @@ impl Paced {
     /// One fetch: `SETUP` to its first byte, then `CHUNK` every `GAP` (under
     /// [`When::SparseChunks`], `SPARSE_CHUNK` every `SPARSE_GAP`).
     async fn paced(&self, request: &mut FetchRequest) -> FetchOutcome {
+        let from_zero = request.writer.offset() == 0;
         let (chunk, gap) = match self.when {
             When::SparseChunks => (SPARSE_CHUNK, SPARSE_GAP),
+            When::FromZeroEndsFirstAndClosesItsSession if from_zero => (2 * CHUNK, GAP),
             _ => (CHUNK, GAP),
         };
         let w = &mut request.writer;
@@ -725,5 +741,24 @@ async fn a_check_answered_between_two_chunks_is_followed_at_once_when_the_next_i
     assert_eq!(
         checks[1].0, answers[0],
         "bytes due when the second check was asked, and when the first answered: {checks:?} {answers:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fetch_left_alone_after_one_that_closed_its_session_gets_a_spare_session() {
+    // Two fetches of 128 KB; the one from 0, at twice the pace, ends 320 ms before the other
+    // and hands no session back. The one left is alone with no session idle: a spare opens
+    // for the check, which otherwise dials one of its own or waits for the last fetch's.
+    let s = Paced::new(When::FromZeroEndsFirstAndClosesItsSession);
+    let (out, sink) = transfer_on(s.clone(), EngineOptions::default().probe_timeout, 2).await;
+    out.expect("the object never changed");
+    assert!(sink.contents().iter().all(|&b| b == 1));
+    let checks = s.checks.lock().unwrap().clone();
+    assert_eq!(s.prepared.load(Ordering::SeqCst), 1, "{checks:?}");
+    assert_eq!(s.prepared_before_last_byte.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        s.dialed_by_checks.load(Ordering::SeqCst),
+        0,
+        "a check dialed a session beside the spare: {checks:?}"
     );
 }

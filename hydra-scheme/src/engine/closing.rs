@@ -32,10 +32,10 @@
 //!   [`CALIBRATE`] setup costs: it comes back while bytes are due and times the next. A
 //!   check answered while bytes are still due cannot stand (below), so the next is timed by
 //!   what that one took; at most [`MAX_EARLY`] per source.
-//! * A source whose fetches are down to one and none of whose fetches has ended (so no
-//!   session of it is idle in its scheme's pool) gets a spare session opened
-//!   ([`Scheme::prepare`](crate::Scheme::prepare)) when the projected end is within
-//!   [`SPARE`] setup costs: its checks would otherwise dial a session of their own after the
+//! * A source whose fetches are down to one and none of whose sessions is idle in its
+//!   scheme's pool (when the scheme cannot tell: none of whose fetches has ended) gets a
+//!   spare session opened ([`Scheme::prepare`](crate::Scheme::prepare)) when the projected
+//!   end is within [`SPARE`] setup costs: its checks would otherwise dial a session of their own after the
 //!   transfer's last session is busy to the end (an FTP login, an SSH handshake), and the
 //!   first would time that dial rather than the check. An early check sent while the spare is
 //!   still opening waits for it rather than dialing a session of its own (which could not be
@@ -274,7 +274,7 @@ impl ClosingChecks {
             let lone = busy == 1;
             if k == 0
                 && self.spare[i].is_none()
-                && self.returned[i] == 0
+                && self.none_idle(s, i)
                 && lone
                 && end <= SPARE * setup
             {
@@ -431,6 +431,17 @@ impl ClosingChecks {
     /// stands unless the source is asked for more.
     fn idle(&self, i: usize, busy: usize, connecting: &[usize]) -> bool {
         busy == 0 && connecting.get(i).copied().unwrap_or(0) == 0 && self.last_byte[i].is_some()
+    }
+
+    /// Whether no session of source `i` (`s`) is idle: as its scheme's pool reports it
+    /// ([`Scheme::pooled_sessions`](crate::Scheme::pooled_sessions)), else when none of its
+    /// fetches has ended and handed its session back. A fetch that continued a primed probe
+    /// ends without handing one back (its connection closes at the end of its range).
+    fn none_idle(&self, s: &ProbedSource, i: usize) -> bool {
+        s.input
+            .scheme
+            .pooled_sessions(&s.input.endpoint)
+            .map_or(self.returned[i] == 0, |idle| idle == 0)
     }
 
     /// Whether every check of source `i` sent so far has finished. Counted by the checks, so
