@@ -405,62 +405,58 @@ async fn without_priming_the_same_transfer_costs_a_probe_request() {
     assert!((1..=CLOSING_CHECKS_AT_MOST).contains(&checks), "{checks}");
 }
 
+/// One fetch of `range` from `o` by `s`, into `sink`, on `slot`.
+async fn fetch_one(
+    s: &Arc<dyn Scheme>,
+    o: &Origin,
+    expect: hydra_scheme::Probe,
+    range: ByteRange,
+    sink: &Arc<MemorySink>,
+    slot: u16,
+) -> hydra_scheme::FetchOutcome {
+    use hydra_scheme::{FetchRequest, NoObserver, RangeWriter};
+    let (_bound, writer) = RangeWriter::for_range(
+        hydra_scheme::FetchId(u64::from(slot)),
+        range,
+        sink.clone(),
+        Arc::new(NoObserver),
+    );
+    let req = FetchRequest {
+        endpoint: Arc::new(Endpoint::parse(&o.url("/object")).expect("url")),
+        expect,
+        slot: hydra_scheme::ConnId(slot),
+        writer,
+    };
+    tokio::time::timeout(LIMIT, s.fetch(req))
+        .await
+        .expect("bounded")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_primed_response_is_not_spliced_into_a_fetch_that_starts_elsewhere_but_left_for_0() {
-    use hydra_scheme::{FetchRequest, NoObserver, RangeWriter};
     let size = 1 << 20;
     let o = origin(size, Misbehaviour::default()).await;
     let s = scheme();
     let ep = Endpoint::parse(&o.url("/object")).expect("url");
     let probe = s.probe_primed(&ep).await.expect("probe");
     assert_eq!(probe.size, size);
-    let probe_again = probe.clone();
-    let range = ByteRange::new(4096, 8192);
     let sink = Arc::new(MemorySink::new(size as usize));
-    let (_bound, writer) = RangeWriter::for_range(
-        hydra_scheme::FetchId(1),
-        range,
-        sink.clone(),
-        Arc::new(NoObserver),
-    );
-    let req = FetchRequest {
-        endpoint: Arc::new(ep),
-        expect: probe,
-        slot: hydra_scheme::ConnId(0),
-        writer,
-    };
-    let outcome = tokio::time::timeout(LIMIT, s.fetch(req))
-        .await
-        .expect("bounded");
+    let elsewhere = ByteRange::new(4096, 8192);
+    let outcome = fetch_one(&s, &o, probe.clone(), elsewhere, &sink, 0).await;
     assert!(
         matches!(outcome, hydra_scheme::FetchOutcome::Completed),
         "{outcome:?}"
     );
-    let got = sink.contents();
     assert_eq!(
-        &got[4096..8192],
-        &object_bytes(7, ByteRange::new(4096, 8192))[..]
+        &sink.contents()[4096..8192],
+        &object_bytes(7, elsewhere)[..]
     );
     // Its own request, on a new connection: the primed one was not reused mid-body.
     assert_eq!(o.requests_served(), 2);
     assert_eq!(o.connections_accepted(), 2);
     // It was left for the fetch from 0, which continues it without a request.
     let first = ByteRange::new(0, 4096);
-    let (_bound, writer) = RangeWriter::for_range(
-        hydra_scheme::FetchId(2),
-        first,
-        sink.clone(),
-        Arc::new(NoObserver),
-    );
-    let req = FetchRequest {
-        endpoint: Arc::new(Endpoint::parse(&o.url("/object")).expect("url")),
-        expect: probe_again,
-        slot: hydra_scheme::ConnId(1),
-        writer,
-    };
-    let outcome = tokio::time::timeout(LIMIT, s.fetch(req))
-        .await
-        .expect("bounded");
+    let outcome = fetch_one(&s, &o, probe, first, &sink, 1).await;
     assert!(
         matches!(outcome, hydra_scheme::FetchOutcome::Completed),
         "{outcome:?}"
