@@ -17,12 +17,12 @@
 //!   at a time: when the transfer's projected end ([`Scheduler::projected_end`]: fetches
 //!   sharing a bottleneck end together, and one its last sibling there has just left alone
 //!   carries the pair's rate) is within [`AIM`] of what a check of the source costs and no
-//!   earlier check of it is still in flight. That cost is the quickest answered check's round trip, but no more than the
-//!   whole round trips of the source's unloaded path it spans ([`due`]): what it took beyond
-//!   them was queueing behind the transfer, gone by its end. Whether one is due is looked at
-//!   again as soon as a check finishes, not only when the engine next sees bytes: on the
-//!   headroom path a check answered 11 ms before the last byte, and the next was sent with
-//!   that byte rather than then.
+//!   earlier check of it is still in flight. That cost is the quickest answered check's round
+//!   trip, but no more than the whole round trips of the source's unloaded path it spans
+//!   ([`due`]): what it took beyond them was queueing behind the transfer, gone by its end.
+//!   Whether one is due is looked at again as soon as a check finishes, not only when the
+//!   engine next sees bytes: on the headroom path a check answered 11 ms before the last
+//!   byte, and the next was sent with that byte rather than then.
 //! * Until one of its checks has been answered, a source's check cost is not known: less than
 //!   a fetch's setup on a new connection, by a share that depends on the scheme (one round
 //!   trip of HTTP's two; `FEAT`, `SIZE` and `MDTM` of an FTP setup's five or so; an SFTP
@@ -35,11 +35,12 @@
 //! * A source whose fetches are down to one and none of whose sessions is idle in its
 //!   scheme's pool (when the scheme cannot tell: none of whose fetches has ended) gets a
 //!   spare session opened ([`Scheme::prepare`](crate::Scheme::prepare)) when the projected
-//!   end is within [`SPARE`] setup costs: its checks would otherwise dial a session of their own after the
-//!   transfer's last session is busy to the end (an FTP login, an SSH handshake), and the
-//!   first would time that dial rather than the check. An early check sent while the spare is
-//!   still opening waits for it rather than dialing a session of its own (which could not be
-//!   ready sooner), and its round trip is timed from when it is asked.
+//!   end is within [`SPARE`] setup costs: its checks would otherwise dial a session of their
+//!   own after the transfer's last session is busy to the end (an FTP login, an SSH
+//!   handshake), and the first would time that dial rather than the check. An early check
+//!   sent while the spare is still opening waits for it rather than dialing a session of its
+//!   own (which could not be ready sooner), and its round trip is timed from when it is
+//!   asked.
 //! * A source whose scheme declares a session ceiling
 //!   ([`Capabilities::max_connections_per_host`](hydra_core::Capabilities)) and whose fetches
 //!   hold every session it allows is not checked early until one of them ends: its check
