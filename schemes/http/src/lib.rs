@@ -10,6 +10,7 @@ pub mod advertised;
 pub mod headers;
 pub mod options;
 pub mod pool;
+mod primed;
 mod request;
 mod response;
 mod scheme;

@@ -1,8 +1,7 @@
 //! [`HttpScheme`]: HTTP/1.1 and HTTPS ranged reads on hyper's low-level client.
 
-use std::collections::HashMap;
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
@@ -13,13 +12,14 @@ use hydra_core::{ByteRange, Capabilities, ConnId};
 use hydra_scheme::proxy::ProxyConnector;
 use hydra_scheme::{
     Advertised, Connector, Endpoint, ErrorKind, FetchOutcome, FetchRequest, Probe, Scheme,
-    SchemeError, Target, TimeoutPhase, TlsConnector, PRIMED_TTL,
+    SchemeError, Target, TimeoutPhase, TlsConnector,
 };
 use hyper::body::{Body as _, Incoming};
 use hyper_util::rt::TokioIo;
 
 use crate::options::HttpOptions;
 use crate::pool::{Conn, OriginKey, Pool};
+use crate::primed::PrimedResponses;
 use crate::request::{build_request, Ask};
 use crate::response::{self, check_same_object, says_close};
 use crate::stats::{HttpStats, Stats};
@@ -45,24 +45,8 @@ pub struct HttpScheme {
     plain: Arc<dyn Connector>,
     tls: Arc<dyn Connector>,
     pool: Pool,
-    primed: Arc<Mutex<Primed>>,
+    primed: PrimedResponses,
     stats: Stats,
-}
-
-/// Primed probes' responses waiting for the fetch from offset 0 that continues them, by the
-/// endpoint's URL ([`Scheme::probe_primed`]).
-#[derive(Default)]
-struct Primed {
-    waiting: HashMap<String, Waiting>,
-    next_id: u64,
-}
-
-/// One primed response: its body is the object from byte 0 to `body_end`.
-struct Waiting {
-    id: u64,
-    conn: Conn,
-    resp: Response<Incoming>,
-    body_end: u64,
 }
 
 impl std::fmt::Debug for HttpScheme {
@@ -125,7 +109,7 @@ impl HttpScheme {
             options,
             plain,
             tls,
-            primed: Arc::default(),
+            primed: PrimedResponses::default(),
             stats: Stats::default(),
         }
     }
@@ -369,7 +353,7 @@ impl HttpScheme {
             first_byte: head.first_byte,
         };
         if prime && whole && size > 0 {
-            self.park(ep, head.conn, head.resp, size);
+            self.primed.park(ep, head.conn, head.resp, size);
         } else if (status == StatusCode::PARTIAL_CONTENT && !prime)
             || status == StatusCode::RANGE_NOT_SATISFIABLE
         {
@@ -378,47 +362,6 @@ impl HttpScheme {
         // Otherwise (a 200, or a primed 206 that is not the whole object) the body is not
         // read: the connection is dropped, never pooled.
         Ok(probe)
-    }
-
-    /// Keeps a primed probe's response for the first fetch of `ep` from offset 0, for at most
-    /// [`PRIMED_TTL`]; a response kept earlier for `ep` is dropped.
-    fn park(&self, ep: &Endpoint, conn: Conn, resp: Response<Incoming>, body_end: u64) {
-        let key = ep.url().as_str().to_owned();
-        let id = {
-            let mut p = self.primed.lock().unwrap_or_else(|e| e.into_inner());
-            p.next_id += 1;
-            let id = p.next_id;
-            p.waiting.insert(
-                key.clone(),
-                Waiting {
-                    id,
-                    conn,
-                    resp,
-                    body_end,
-                },
-            );
-            id
-        };
-        let primed = Arc::downgrade(&self.primed);
-        tokio::spawn(async move {
-            tokio::time::sleep(PRIMED_TTL).await;
-            if let Some(p) = primed.upgrade() {
-                let mut p = p.lock().unwrap_or_else(|e| e.into_inner());
-                if p.waiting.get(&key).is_some_and(|w| w.id == id) {
-                    tracing::debug!(url = %key, "primed probe response not taken; dropped");
-                    p.waiting.remove(&key);
-                }
-            }
-        });
-    }
-
-    /// Takes the primed response kept for `ep`, if any.
-    fn take_primed(&self, ep: &Endpoint) -> Option<Waiting> {
-        let mut p = self.primed.lock().unwrap_or_else(|e| e.into_inner());
-        if p.waiting.is_empty() {
-            return None;
-        }
-        p.waiting.remove(ep.url().as_str())
     }
 
     /// The error a response with status `s` and headers `h` is; one that a redirect led to
@@ -548,7 +491,7 @@ impl HttpScheme {
         // at once, and the one from 0 may come second. One no fetch takes is dropped after
         // `PRIMED_TTL`.
         let primed = if start == 0 {
-            self.take_primed(&req.endpoint)
+            self.primed.take(&req.endpoint)
         } else {
             None
         };
