@@ -86,10 +86,19 @@ pub struct SearchPolicy {
     pub min_measure: Duration,
     /// Longest time a level is measured (again) before it is judged as it stands.
     pub max_measure: Duration,
-    /// The measurement window is this many setup costs long, within the bounds above. It
+    /// The measurement window is this many setup costs long, within the bounds above, a setup
+    /// counted as at most two of the path's round trips (a connection and a request). It
     /// opens only once the level is delivering, so it need not cover the setup itself; it
-    /// scales with the setup so that a level on a costly path (FTP or SFTP, 8–10 round trips)
-    /// is measured over more round trips than the 200 ms floor gives it.
+    /// scales with the setup so that a level on a long path is measured over more round trips
+    /// than the 200 ms floor gives it. What a login or a handshake adds to a new connection
+    /// (FTP's or SSH's 8–10 round trips) says nothing about how long a level's rate takes to
+    /// measure, and every window spent at a level below the one that fills the path costs
+    /// what the next level would have added (in the kernel's fluid harness, a 200 ms login
+    /// on the headroom path: four connections at 0.52 s rather than 0.65 s). Live it is
+    /// within run-to-run noise: bench/peers.sh, hydra alone, old and new alternated twice
+    /// (three runs each), where four paced connections fill a 4 MB/s link 10 ms each way,
+    /// headroom-ftp 8.37–8.39 s against 8.36–8.37 s and headroom-sftp 8.49–8.54 s against
+    /// 8.45–8.50 s; faultnet's FTP and SSH connections ramp over more than a window.
     pub measure_setups: f64,
     /// A level whose aggregate in the second half of its window exceeds the first half's by
     /// more than this fraction is still ramping: it is measured again rather than judged (a

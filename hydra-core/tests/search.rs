@@ -8,7 +8,7 @@
 use hydra_core::harness::{Drive, Network};
 use hydra_core::{
     Action, Capabilities, Config, ConnId, FetchEnd, FetchId, LimitReason, Notice, Outcome,
-    Remembered, Scheduler, Session, SourceId, SourceSpec,
+    Remembered, Scheduler, SearchPolicy, Session, SourceId, SourceSpec,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -494,6 +494,31 @@ fn on_a_short_round_trip_a_lone_source_opens_two_and_reaches_the_headroom_path_s
         "{:?} from two, {:?} from one",
         near.end,
         from_one.end
+    );
+}
+
+#[test]
+fn a_level_on_a_path_whose_connections_cost_a_login_is_measured_over_round_trips_not_the_login() {
+    // The headroom path behind FTP's or SSH's setup: a new connection costs a login of 200 ms
+    // on top of its 20 ms round trip. The first level (two connections) opens its window once
+    // both have closed a rate window and is measured over the 200 ms floor, as over HTTP, not
+    // over 1.5 logins (330 ms): four connections are asked for one rate window and that floor
+    // after the first level's first byte, at 0.52 s, and the transfer ends at 8.425 s (at
+    // 1.5 logins: 0.65 s and 8.48 s).
+    let login = Link {
+        setup: Duration::from_millis(200),
+        ..link(4.0, 1.2)
+    };
+    let r = run(32_000_000, &[login], default_opening(4), None);
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    assert_eq!(r.levels[0], vec![4], "{r:?}");
+    let first_byte = login.rtt + login.setup;
+    let window = Config::default().window;
+    let floor = SearchPolicy::default().min_measure;
+    assert!(
+        r.trials[0][0] <= first_byte + window + floor + 2 * STEP,
+        "four asked for at {:?}",
+        r.trials[0][0]
     );
 }
 

@@ -1,9 +1,10 @@
 //! The concurrency search, in band ([`Concurrency::Search`](crate::Concurrency::Search)).
 //!
-//! Each source starts low. A level is measured over a window of `measure_setups` setups
-//! (clamped to `[min_measure, max_measure]`) that opens once every connection of the level is
-//! on the wire and has closed one full rate window, and is judged only once every connection
-//! has settled. With `promised = level/prev − 1` and `gained = rate/prev_rate − 1`:
+//! Each source starts low. A level is measured over a window of `measure_setups` setups, a
+//! setup counted as at most two round trips (clamped to `[min_measure, max_measure]`), that
+//! opens once every connection of the level is on the wire and has closed one full rate
+//! window, and is judged only once every connection has settled. With
+//! `promised = level/prev − 1` and `gained = rate/prev_rate − 1`:
 //! - `gained ≥ accept_fraction·promised` (half): the next level is admitted — double the
 //!   connections when `gained ≥ double_fraction·promised` (80 %), one more otherwise;
 //! - else `gained ≥ keep_fraction·promised` (a quarter): the level is kept (`Diminishing`);
@@ -149,9 +150,17 @@ impl Scheduler {
         self.level_measured(src, level, rate, now);
     }
 
+    /// How long a level of `src` is measured: [`crate::SearchPolicy::measure_setups`] setups of
+    /// a new connection, a setup counted as at most two of the path's round trips, within
+    /// `[min_measure, max_measure]`.
     pub(super) fn measure_span(&self, src: SourceId) -> Duration {
         let p = self.cfg.search;
-        let want = match self.sources[src].delta_new() {
+        let s = &self.sources[src];
+        let setup = match (s.delta_new(), s.rtt()) {
+            (Some(d), Some(rtt)) => Some(d.min(2.0 * rtt)),
+            (d, _) => d,
+        };
+        let want = match setup {
             Some(d) => Duration::from_secs_f64(d * p.measure_setups),
             None => p.min_measure,
         };
