@@ -1,4 +1,4 @@
-//! Sessions a fixed or remembered count will use are opened while the probe is out
+//! Sessions a fixed, remembered or near count will use are opened while the probe is out
 //! ([`Scheme::prepare`]), and those still opening when the transfer starts are aborted.
 
 #[macro_use]
@@ -130,7 +130,7 @@ async fn a_session_still_opening_when_the_transfer_may_start_is_aborted() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn without_a_remembered_count_nothing_is_opened_ahead() {
+async fn several_sources_with_nothing_remembered_open_nothing_ahead() {
     let f = fake(usize::MAX);
     let engine = Engine::new(EngineOptions::default());
     tokio::time::timeout(
@@ -142,6 +142,40 @@ async fn without_a_remembered_count_nothing_is_opened_ahead() {
     .expect("probe");
     settle().await;
     assert_eq!(f.prepared.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lone_source_searching_opens_the_sessions_of_its_near_start_while_probing() {
+    // Its probe's round trip is not known while the probe is out: the sessions are opened as
+    // if the path were near (`SearchPolicy::start_near`, two connections), within the
+    // per-host ceiling.
+    for (per_host, want) in [(4, 1), (1, 0)] {
+        let f = fake(usize::MAX);
+        let opts = EngineOptions {
+            config: Config {
+                per_host,
+                ..Config::default()
+            },
+            ..EngineOptions::default()
+        };
+        assert_eq!(opts.config.search.start_near, 2);
+        let engine = Engine::new(opts);
+        tokio::time::timeout(LIMIT, engine.probe(vec![input(&f, None)]))
+            .await
+            .expect("bounded")
+            .expect("probe");
+        settle().await;
+        assert_eq!(
+            f.prepared.load(Ordering::SeqCst),
+            want,
+            "per host {per_host}"
+        );
+        assert_eq!(
+            f.finished.load(Ordering::SeqCst),
+            want,
+            "per host {per_host}"
+        );
+    }
 }
 
 #[tokio::test(start_paused = true)]

@@ -46,13 +46,16 @@ impl SourceInput {
     /// will open at once under `config` in a transfer from `sources` sources
     /// ([`Config::opening_level`]: a fixed count, one remembered from an earlier search, or
     /// the search's start), each with [`Scheme::prepare`] bounded by `timeout`, so that
-    /// those fetches start with their request. A lone source's search with nothing
-    /// remembered opens nothing ahead: the probe's round trip, not yet known, decides whether
-    /// it opens a second connection at once ([`hydra_core::SearchPolicy::start_near`]). Drop
-    /// the returned guard when the transfer starts: it aborts those still opening, so that
-    /// none holds a session a fetch would then lack.
+    /// those fetches start with their request. A lone source's probe round trip, which
+    /// decides whether its search opens more than one connection at once
+    /// ([`hydra_core::SearchPolicy::start_near`]), is not known yet: its sessions are opened
+    /// as if the path were near, and one its search does not open at once stays in its
+    /// scheme's pool for the search's next level. Drop the returned guard when the transfer
+    /// starts: it aborts those still opening, so that none holds a session a fetch would then
+    /// lack.
     pub fn prepare(&self, config: &Config, sources: usize, timeout: Duration) -> Preparing {
-        let extra = config.opening_level(self.remembered.as_ref(), sources, None) - 1;
+        let rtt = (sources == 1).then_some(config.search.near_rtt);
+        let extra = config.opening_level(self.remembered.as_ref(), sources, rtt) - 1;
         self.open_ahead(extra, timeout)
     }
 
