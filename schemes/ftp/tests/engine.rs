@@ -13,7 +13,7 @@ use hydra_scheme::{
     engine::{Engine, EngineOptions, SourceInput},
     ByteRange, Endpoint, MemorySink, RangeSet,
 };
-use hydra_scheme_ftp::origin::{object_bytes, Origin, OriginConfig};
+use hydra_scheme_ftp::origin::{object_bytes, Misbehaviour, Origin, OriginConfig};
 use hydra_scheme_ftp::{FtpOptions, FtpScheme};
 
 const SIZE: u64 = 12 << 20;
@@ -119,4 +119,57 @@ async fn ftp_mirrors_survive_a_collapse_byte_exact_and_no_byte_crosses_twice_bey
         scheme.sessions_reused() >= 1,
         "control connections must survive stops and be reused"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_source_on_a_server_allowing_one_session_is_probed_and_downloaded_whole() {
+    // A lone source's sessions are opened while its probe is out, as if its path were near; a
+    // server that allows one session per client refuses whichever logs in second. When that is
+    // the probe, it waits for the session opened ahead and probes on it. Either way the object
+    // arrives byte-exact. Each round has its own origin and scheme: which login wins varies.
+    for round in 0..4 {
+        let origin = Origin::start(OriginConfig {
+            size: SIZE,
+            seed: 11,
+            ftps: None,
+        })
+        .await
+        .expect("origin");
+        origin.set_misbehaviour(Misbehaviour {
+            one_session: true,
+            ..Misbehaviour::default()
+        });
+        let scheme = Arc::new(
+            FtpScheme::new(FtpOptions {
+                connect_timeout: Duration::from_secs(5),
+                reply_timeout: Duration::from_secs(5),
+                idle_read_timeout: Duration::from_secs(5),
+                ..FtpOptions::default()
+            })
+            .expect("scheme"),
+        );
+        let url = format!("ftp://{}/object.bin", origin.addr());
+        let input = SourceInput::new(Endpoint::parse(&url).expect("url"), scheme.clone());
+        let engine = Engine::new(EngineOptions::default());
+        let run = async {
+            let probed = engine.probe(vec![input]).await.expect("probe");
+            let sink = Arc::new(MemorySink::new(SIZE as usize));
+            engine
+                .run(&probed, sink.clone(), &RangeSet::new(), None)
+                .await
+                .expect("transfer");
+            sink.contents()
+        };
+        let bytes = tokio::time::timeout(Duration::from_secs(60), run)
+            .await
+            .expect("the transfer ended within its bound");
+        assert!(
+            bytes == object_bytes(11, ByteRange::new(0, SIZE)),
+            "round {round}: not byte-exact"
+        );
+        assert!(
+            origin.connections_accepted() >= 2,
+            "round {round}: a session was opened ahead"
+        );
+    }
 }

@@ -48,6 +48,9 @@ pub struct Misbehaviour {
     /// Greet every new control connection with `421 Service not available` and close it (a
     /// server over its user limit, or going down).
     pub refuse: bool,
+    /// Greet a new control connection with `421` while another is open: a server that allows
+    /// one session per client (vsftpd's `max_per_ip=1`).
+    pub one_session: bool,
     /// Answer `REST` with `502` and leave `REST` out of `FEAT`: a server that cannot resume,
     /// so every `RETR` serves the file from byte 0.
     pub no_rest: bool,
@@ -58,6 +61,22 @@ pub struct Misbehaviour {
     /// byte 0: a server that lies about resuming. `truncate_after` still counts from the
     /// offset asked for.
     pub rest_ignored: bool,
+}
+
+/// Counts a control connection as open from its acceptance until its session ends.
+struct LiveSession(Arc<AtomicU64>);
+
+impl LiveSession {
+    fn new(live: Arc<AtomicU64>) -> LiveSession {
+        live.fetch_add(1, Ordering::SeqCst);
+        LiveSession(live)
+    }
+}
+
+impl Drop for LiveSession {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// A running libunftp origin. Dropping it stops accepting connections and removes the
@@ -84,12 +103,14 @@ impl Origin {
         let faults = Arc::new(Mutex::new(Misbehaviour::default()));
         let sessions = Arc::new(Mutex::new(Vec::<AbortHandle>::new()));
         let (counter, f, open) = (connections.clone(), faults.clone(), sessions.clone());
+        let live = Arc::new(AtomicU64::new(0));
         let ftps = cfg.ftps.clone();
         let accept = tokio::spawn(async move {
             // Bounded by the origin's lifetime: aborted on drop.
             while let Ok((mut stream, _)) = listener.accept().await {
                 counter.fetch_add(1, Ordering::Relaxed);
-                if lock(&f).refuse {
+                let m = *lock(&f);
+                if m.refuse || (m.one_session && live.load(Ordering::SeqCst) > 0) {
                     let _ = stream
                         .write_all(b"421 Service not available, closing control connection\r\n")
                         .await;
@@ -98,7 +119,9 @@ impl Origin {
                 let root = root.clone();
                 let ftps = ftps.clone();
                 let faults = f.clone();
+                let open_now = LiveSession::new(live.clone());
                 let session = tokio::spawn(async move {
+                    let _open_now = open_now;
                     let mut b = libunftp::ServerBuilder::new(Box::new(move || FaultyFs {
                         // The directory exists for the origin's lifetime.
                         inner: unftp_sbe_fs::Filesystem::new(root.clone())
