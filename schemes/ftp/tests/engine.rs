@@ -18,14 +18,19 @@ use hydra_scheme_ftp::{FtpOptions, FtpScheme};
 
 const SIZE: u64 = 12 << 20;
 
-async fn mirror(name: &str, rate: f64, collapse_at: Option<u64>) -> (Origin, ProxyHandle) {
-    let origin = Origin::start(OriginConfig {
+/// The reference origin serving the object (seed 11).
+async fn origin() -> Origin {
+    Origin::start(OriginConfig {
         size: SIZE,
         seed: 11,
         ftps: None,
     })
     .await
-    .expect("origin");
+    .expect("origin")
+}
+
+async fn mirror(name: &str, rate: f64, collapse_at: Option<u64>) -> (Origin, ProxyHandle) {
+    let origin = origin().await;
     let mut link = Link::new(name, Rate(rate));
     link.delay = Dur(Duration::from_millis(5));
     let mut cfg = ProxyConfig::new(origin.addr().to_string(), link);
@@ -47,12 +52,9 @@ async fn mirror(name: &str, rate: f64, collapse_at: Option<u64>) -> (Origin, Pro
     (origin, proxy)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ftp_mirrors_survive_a_collapse_byte_exact_and_no_byte_crosses_twice_beyond_the_in_flight()
-{
-    let (_a, pa) = mirror("ftp-a", 4e6, None).await;
-    let (_b, pb) = mirror("ftp-b", 4e6, Some(2 << 20)).await;
-    let scheme = Arc::new(
+/// An FTP scheme whose every wait is bounded at 5 s.
+fn scheme() -> Arc<FtpScheme> {
+    Arc::new(
         FtpScheme::new(FtpOptions {
             connect_timeout: Duration::from_secs(5),
             reply_timeout: Duration::from_secs(5),
@@ -60,7 +62,15 @@ async fn ftp_mirrors_survive_a_collapse_byte_exact_and_no_byte_crosses_twice_bey
             ..FtpOptions::default()
         })
         .expect("scheme"),
-    );
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ftp_mirrors_survive_a_collapse_byte_exact_and_no_byte_crosses_twice_beyond_the_in_flight()
+{
+    let (_a, pa) = mirror("ftp-a", 4e6, None).await;
+    let (_b, pb) = mirror("ftp-b", 4e6, Some(2 << 20)).await;
+    let scheme = scheme();
     let inputs = [&pa, &pb]
         .iter()
         .map(|p| {
@@ -128,26 +138,12 @@ async fn a_lone_source_on_a_server_allowing_one_session_is_probed_and_downloaded
     // the probe, it waits for the session opened ahead and probes on it. Either way the object
     // arrives byte-exact. Each round has its own origin and scheme: which login wins varies.
     for round in 0..4 {
-        let origin = Origin::start(OriginConfig {
-            size: SIZE,
-            seed: 11,
-            ftps: None,
-        })
-        .await
-        .expect("origin");
+        let origin = origin().await;
         origin.set_misbehaviour(Misbehaviour {
             one_session: true,
             ..Misbehaviour::default()
         });
-        let scheme = Arc::new(
-            FtpScheme::new(FtpOptions {
-                connect_timeout: Duration::from_secs(5),
-                reply_timeout: Duration::from_secs(5),
-                idle_read_timeout: Duration::from_secs(5),
-                ..FtpOptions::default()
-            })
-            .expect("scheme"),
-        );
+        let scheme = scheme();
         let url = format!("ftp://{}/object.bin", origin.addr());
         let input = SourceInput::new(Endpoint::parse(&url).expect("url"), scheme.clone());
         let engine = Engine::new(EngineOptions::default());
