@@ -111,7 +111,11 @@ pub trait Scheme: Send + Sync {
     /// and aborts the calls still running when the transfer starts; a prepared session must
     /// therefore never be needed for correctness, and one never taken is dropped with the
     /// pool. It must not hold a session a fetch would then be refused for (a scheme with a
-    /// per-host session ceiling prepares only within it). Errors are logged, not retried.
+    /// per-host session ceiling prepares only within it). Errors are logged, not retried. A
+    /// probe that fails, not fatally, while the source's sessions are being opened ahead (a
+    /// server that allows one session per client refuses whichever arrives second) waits for
+    /// one of them and is sent again at once: a probe should take an idle pooled session when
+    /// there is one.
     /// Default: nothing to open ahead.
     async fn prepare(&self, endpoint: &Endpoint) -> Result<(), SchemeError> {
         let _ = endpoint;

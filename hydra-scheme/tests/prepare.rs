@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use hydra_core::{Concurrency, Config, Remembered};
 use hydra_scheme::{
     engine::{Engine, EngineOptions, SourceInput},
-    Endpoint, FetchOutcome, FetchRequest, Probe, Scheme, SchemeError,
+    Endpoint, ErrorKind, FetchOutcome, FetchRequest, Probe, Scheme, SchemeError,
 };
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -265,4 +265,130 @@ async fn no_more_sessions_are_opened_ahead_than_the_per_host_ceiling_lets_a_sour
         .expect("bounded")
         .expect("probe");
     assert_eq!(f.prepared.load(Ordering::SeqCst), 1);
+}
+
+/// A server that allows one session per client (`refuse_all`: none). A session dialled while
+/// another is open is refused after a 1 ms round trip (asking for `retry_after`); one admitted
+/// takes 30 ms to open. The probe answers on an idle session when there is one; a prepared
+/// session stays pooled.
+#[derive(Default)]
+struct OneSession {
+    refuse_all: bool,
+    retry_after: Option<Duration>,
+    open: AtomicUsize,
+    idle: AtomicUsize,
+    probes: AtomicUsize,
+    prepared: AtomicUsize,
+}
+
+impl OneSession {
+    async fn dial(&self, endpoint: &Endpoint) -> Result<(), SchemeError> {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        if self.refuse_all || self.open.fetch_add(1, Ordering::SeqCst) > 0 {
+            return Err(SchemeError::new(
+                endpoint,
+                ErrorKind::Refused {
+                    retry_after: self.retry_after,
+                },
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Scheme for OneSession {
+    test_scheme_identity!("fake");
+
+    async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
+        self.probes.fetch_add(1, Ordering::SeqCst);
+        let pooled = self
+            .idle
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if !pooled {
+            self.dial(endpoint).await?;
+        }
+        self.idle.fetch_add(1, Ordering::SeqCst);
+        Ok(common::ranged_probe(1000, Duration::from_millis(1)))
+    }
+
+    async fn prepare(&self, endpoint: &Endpoint) -> Result<(), SchemeError> {
+        self.prepared.fetch_add(1, Ordering::SeqCst);
+        self.dial(endpoint).await?;
+        self.idle.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn fetch(&self, _request: FetchRequest) -> FetchOutcome {
+        unreachable!("these tests only probe")
+    }
+}
+
+fn lone(scheme: &Arc<OneSession>) -> Vec<SourceInput> {
+    vec![SourceInput::new(
+        Endpoint::parse("fake://127.0.0.1:1/object").expect("url"),
+        scheme.clone(),
+    )]
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_probe_refused_for_the_session_opened_ahead_is_answered_on_that_session() {
+    // The session opened ahead logs in first; the probe, refused, waits for it.
+    for first_answer in [false, true] {
+        let s = Arc::new(OneSession::default());
+        let engine = Engine::new(EngineOptions::default());
+        let sources = if first_answer {
+            let run = engine.probe_first(lone(&s));
+            let probed = tokio::time::timeout(LIMIT, run).await.expect("bounded");
+            probed.expect("probe").0.sources
+        } else {
+            let run = engine.probe(lone(&s));
+            let probed = tokio::time::timeout(LIMIT, run).await.expect("bounded");
+            probed.expect("probe").sources
+        };
+        assert_eq!(sources.len(), 1, "probe_first: {first_answer}");
+        assert_eq!(s.prepared.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            s.probes.load(Ordering::SeqCst),
+            2,
+            "probe_first: {first_answer}"
+        );
+        assert_eq!(
+            s.open.load(Ordering::SeqCst),
+            2,
+            "one admitted, one refused"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_probe_stands_when_no_session_opened_ahead_opens() {
+    let s = Arc::new(OneSession {
+        refuse_all: true,
+        ..OneSession::default()
+    });
+    let engine = Engine::new(EngineOptions::default());
+    let probed = tokio::time::timeout(LIMIT, engine.probe(lone(&s)))
+        .await
+        .expect("bounded");
+    assert!(probed.is_err(), "a source that refuses every session");
+    assert_eq!(s.prepared.load(Ordering::SeqCst), 1);
+    assert_eq!(s.probes.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_probe_refused_with_a_wait_named_is_not_sent_again_on_a_session_opened_ahead() {
+    let s = Arc::new(OneSession {
+        retry_after: Some(Duration::from_secs(120)),
+        ..OneSession::default()
+    });
+    let engine = Engine::new(EngineOptions::default());
+    let probed = tokio::time::timeout(LIMIT, engine.probe(lone(&s)))
+        .await
+        .expect("bounded");
+    assert!(probed.is_err(), "the refusal stands");
+    assert_eq!(s.prepared.load(Ordering::SeqCst), 1);
+    assert_eq!(s.probes.load(Ordering::SeqCst), 1);
 }

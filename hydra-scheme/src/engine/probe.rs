@@ -3,11 +3,15 @@
 //! ([`Joining`]). A caller with rules of its own (a resumed download that must continue the
 //! object it recorded) adds them through a [`ProbePolicy`].
 
+use super::source::Ahead;
 use super::vote::{self, Ballots, Vote};
-use super::{prepare_all, Engine, EngineError, Joined, Joining, Probed, ProbedSource, SourceInput};
+use super::{
+    prepare_all, Engine, EngineError, Joined, Joining, Preparing, Probed, ProbedSource, SourceInput,
+};
 use crate::agreement::{self, disagreement};
 use crate::error::{ErrorKind, SchemeError};
 use crate::probe::Probe;
+use hydra_core::Failure;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -124,13 +128,14 @@ impl Engine {
         let timeout = self.opts.probe_timeout;
         let primed = self.opts.primed_source(&sources);
         // Aborted (when still opening) as this returns.
-        let _preparing = prepare_all(&sources, &self.opts.config, timeout);
+        let preparing = prepare_all(&sources, &self.opts.config, timeout);
         let tasks: Vec<_> = sources
             .into_iter()
             .enumerate()
             .map(|(index, input)| {
                 let prime = primed == Some(index);
-                tokio::spawn(answer(index, input, prime, timeout))
+                let ahead = preparing.ahead(index);
+                tokio::spawn(answer(index, input, prime, ahead, timeout))
             })
             .collect();
         let mut answered: Vec<ProbedSource> = Vec::new();
@@ -192,7 +197,7 @@ impl Engine {
         let probing = Instant::now();
         // Aborted (when still opening) as this returns, when the transfer may start.
         let preparing = prepare_all(&sources, &self.opts.config, self.opts.probe_timeout);
-        let mut rx = self.spawn_probes(sources);
+        let mut rx = self.spawn_probes(sources, &preparing);
         let mut ballot = Ballot::new(policy.clone());
         while ballot.answered < total && ballot.fit.is_empty() {
             let Some(a) = rx.recv().await else { break };
@@ -236,15 +241,20 @@ impl Engine {
     }
 
     /// Starts every source's probe; answers arrive in the order they come.
-    fn spawn_probes(&self, sources: Vec<SourceInput>) -> mpsc::UnboundedReceiver<Answer> {
+    fn spawn_probes(
+        &self,
+        sources: Vec<SourceInput>,
+        preparing: &Preparing,
+    ) -> mpsc::UnboundedReceiver<Answer> {
         let timeout = self.opts.probe_timeout;
         let primed = self.opts.primed_source(&sources);
         let (tx, rx) = mpsc::unbounded_channel();
         for (index, input) in sources.into_iter().enumerate() {
             let tx = tx.clone();
             let prime = primed == Some(index);
+            let ahead = preparing.ahead(index);
             tokio::spawn(async move {
-                let _ = tx.send(answer(index, input, prime, timeout).await);
+                let _ = tx.send(answer(index, input, prime, ahead, timeout).await);
             });
         }
         rx
@@ -332,8 +342,17 @@ impl Ballot {
 /// truncated or timed-out reply, a transient refusal): up to [`PROBE_ATTEMPTS`] in all,
 /// [`PROBE_RETRY`] apart and doubling, while the timeout allows. A mirror whose probe fails
 /// once is otherwise left out of the vote on the object, and the others' tie decided without
-/// it.
-async fn answer(index: usize, input: SourceInput, prime: bool, timeout: Duration) -> Answer {
+/// it. A failure that may pass, or a refusal that names no wait, while the source's sessions
+/// are being opened ahead (`ahead`) waits for one of them and is probed again at once, on it,
+/// outside that count: a server that allows one session per client refuses whichever arrives
+/// second.
+async fn answer(
+    index: usize,
+    input: SourceInput,
+    prime: bool,
+    mut ahead: Option<Ahead>,
+    timeout: Duration,
+) -> Answer {
     let deadline = Instant::now() + timeout;
     let mut wait = PROBE_RETRY;
     let mut attempt = 1;
@@ -343,14 +362,32 @@ async fn answer(index: usize, input: SourceInput, prime: bool, timeout: Duration
             Ok(r) => r.map_err(ProbeFailure::Error),
             Err(_) => Err(ProbeFailure::TimedOut(timeout)),
         };
-        let passing = matches!(&result, Err(ProbeFailure::Error(e))
-            if e.failure_kind() == hydra_core::Failure::Transient);
-        if !passing || attempt == PROBE_ATTEMPTS || Instant::now() + wait >= deadline {
+        let Err(ProbeFailure::Error(e)) = &result else {
+            break result;
+        };
+        let failure = e.failure_kind();
+        // A refusal that names a wait is about load, not about a session too many.
+        let named_wait = matches!(
+            failure,
+            Failure::Refused {
+                retry_after: Some(_)
+            }
+        );
+        if failure != Failure::Fatal && !named_wait {
+            if let Some(mut a) = ahead.take() {
+                if a.opened_by(deadline).await {
+                    tracing::debug!(source = %input.endpoint, "{e}; probing again on a session opened ahead");
+                    continue;
+                }
+            }
+        }
+        if failure != Failure::Transient
+            || attempt == PROBE_ATTEMPTS
+            || Instant::now() + wait >= deadline
+        {
             break result;
         }
-        if let Err(e) = &result {
-            tracing::debug!(source = %input.endpoint, "{e}; probing again in {wait:?}");
-        }
+        tracing::debug!(source = %input.endpoint, "{e}; probing again in {wait:?}");
         tokio::time::sleep(wait).await;
         wait *= 2;
         attempt += 1;

@@ -9,6 +9,8 @@ use hydra_core::{Capabilities, Config, Remembered, SourceSpec};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
 
 /// A source given to the engine: where, which scheme serves it, and what an earlier transfer
 /// learned about its host.
@@ -62,42 +64,71 @@ impl SourceInput {
     /// Starts opening `n` sessions in the background ([`Scheme::prepare`], each bounded by
     /// `timeout`); dropping the guard aborts those still opening.
     pub fn open_ahead(&self, n: usize, timeout: Duration) -> Preparing {
-        Preparing(
-            (0..n)
-                .map(|_| {
-                    let (scheme, endpoint) = (self.scheme.clone(), self.endpoint.clone());
-                    tokio::spawn(async move {
-                        match tokio::time::timeout(timeout, scheme.prepare(&endpoint)).await {
-                            Ok(Ok(())) => {}
-                            Ok(Err(e)) => {
-                                tracing::debug!(%endpoint, error = %e, "session not prepared")
-                            }
-                            Err(_) => tracing::debug!(%endpoint, "session prepare timed out"),
+        // Closed once every task has ended, finished or aborted: each holds a sender.
+        let (opened, ahead) = watch::channel(0usize);
+        let opened = Arc::new(opened);
+        let tasks = (0..n)
+            .map(|_| {
+                let (scheme, endpoint) = (self.scheme.clone(), self.endpoint.clone());
+                let opened = opened.clone();
+                tokio::spawn(async move {
+                    match tokio::time::timeout(timeout, scheme.prepare(&endpoint)).await {
+                        Ok(Ok(())) => opened.send_modify(|n| *n += 1),
+                        Ok(Err(e)) => {
+                            tracing::debug!(%endpoint, error = %e, "session not prepared")
                         }
-                    })
+                        Err(_) => tracing::debug!(%endpoint, "session prepare timed out"),
+                    }
                 })
-                .collect(),
-        )
+            })
+            .collect();
+        Preparing {
+            tasks,
+            ahead: vec![Ahead(ahead)],
+        }
     }
 }
 
 /// Sessions being opened ahead of a transfer ([`SourceInput::prepare`]). Dropping it aborts
 /// those still opening; those already open stay in their scheme's pool.
 #[derive(Debug, Default)]
-pub struct Preparing(Vec<tokio::task::JoinHandle<()>>);
+pub struct Preparing {
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// One per [`SourceInput::open_ahead`] call, in the order they were added.
+    ahead: Vec<Ahead>,
+}
 
 impl Preparing {
     /// Adds `other`'s sessions to these.
     pub fn extend(&mut self, mut other: Preparing) {
-        self.0.append(&mut other.0);
+        self.tasks.append(&mut other.tasks);
+        self.ahead.append(&mut other.ahead);
+    }
+
+    /// The sessions of the `i`-th source given to [`prepare_all`].
+    pub(crate) fn ahead(&self, i: usize) -> Option<Ahead> {
+        self.ahead.get(i).cloned()
     }
 }
 
 impl Drop for Preparing {
     fn drop(&mut self) {
-        for h in &self.0 {
+        for h in &self.tasks {
             h.abort();
         }
+    }
+}
+
+/// One source's sessions being opened ahead, as its probe waits on them.
+#[derive(Debug, Clone)]
+pub(crate) struct Ahead(watch::Receiver<usize>);
+
+impl Ahead {
+    /// Waits until one of the sessions is open (`true`), or until none is still opening or
+    /// `deadline` passes (`false`).
+    pub(crate) async fn opened_by(&mut self, deadline: Instant) -> bool {
+        let opened = self.0.wait_for(|n| *n > 0);
+        matches!(tokio::time::timeout_at(deadline, opened).await, Ok(Ok(_)))
     }
 }
 

@@ -247,39 +247,11 @@ impl FtpScheme {
             }
         }
         let t0 = Instant::now();
-        let mut s = match self.dial(ep, key.clone()).await {
-            Err(ErrorKind::Refused { .. }) if self.pool.is_opening(&key) => {
-                self.opened_ahead(&key).await?
-            }
-            r => r?,
-        };
+        let mut s = self.dial(ep, key).await?;
         let connect = t0.elapsed();
         let p = self.probe_on(&mut s, &path, connect).await?;
         self.pool.put(s, None);
         Ok(p)
-    }
-
-    /// The session being opened ahead for `key` ([`Scheme::prepare`]), once pooled, within
-    /// the connect timeout: for a probe the server refused while that session was logging in
-    /// (a server that allows one session per client counts the first to arrive). Refused when
-    /// the opening ends without a session.
-    async fn opened_ahead(&self, key: &HostKey) -> Result<Session, ErrorKind> {
-        let deadline = tokio::time::Instant::now() + self.options.connect_timeout;
-        loop {
-            let changed = self.pool.changed();
-            if let Some(s) = self.pool.take(key, None) {
-                return Ok(s);
-            }
-            if !self.pool.is_opening(key) {
-                return Err(ErrorKind::Refused { retry_after: None });
-            }
-            tokio::select! {
-                _ = changed => {}
-                _ = tokio::time::sleep_until(deadline) => {
-                    return Err(ErrorKind::Refused { retry_after: None })
-                }
-            }
-        }
     }
 
     /// `FEAT`/`REST 0` (once per session), `SIZE` and `MDTM` on session `s`; `connect` is what

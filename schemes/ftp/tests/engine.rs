@@ -135,8 +135,9 @@ async fn ftp_mirrors_survive_a_collapse_byte_exact_and_no_byte_crosses_twice_bey
 async fn a_lone_source_on_a_server_allowing_one_session_is_probed_and_downloaded_whole() {
     // A lone source's sessions are opened while its probe is out, as if its path were near; a
     // server that allows one session per client refuses whichever logs in second. When that is
-    // the probe, it waits for the session opened ahead and probes on it. Either way the object
-    // arrives byte-exact. Each round has its own origin and scheme: which login wins varies.
+    // the probe, the engine waits for the session opened ahead and probes again on it. Either
+    // way the object arrives byte-exact. Each round has its own origin and scheme: which login
+    // wins varies.
     for round in 0..4 {
         let origin = origin().await;
         origin.set_misbehaviour(Misbehaviour {

@@ -95,6 +95,9 @@ pub struct Misbehaviour {
     pub shifted_reads: Option<u64>,
     /// Each connection serves its first bytes at full speed, then trickles.
     pub trickle: Option<Trickle>,
+    /// Close a new connection before the SSH banner while another is open: a server that
+    /// allows one connection per client (a per-address limit in front of `sshd`).
+    pub one_session: bool,
 }
 
 /// A connection that slows to a trickle part way.
@@ -127,6 +130,8 @@ struct State {
     reads_served: AtomicU64,
     sessions_opened: AtomicU64,
     connections_accepted: AtomicU64,
+    /// Connections accepted and not yet ended.
+    connections_open: AtomicU64,
 }
 
 impl State {
@@ -135,6 +140,22 @@ impl State {
     }
     fn misbehaviour(&self) -> Misbehaviour {
         *self.misbehaviour.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Counts a connection as open from its acceptance until its task ends.
+struct OpenConnection(Arc<State>);
+
+impl OpenConnection {
+    fn new(state: Arc<State>) -> OpenConnection {
+        state.connections_open.fetch_add(1, Ordering::SeqCst);
+        OpenConnection(state)
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.connections_open.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -173,11 +194,17 @@ impl Origin {
             reads_served: AtomicU64::new(0),
             sessions_opened: AtomicU64::new(0),
             connections_accepted: AtomicU64::new(0),
+            connections_open: AtomicU64::new(0),
         });
         let st = state.clone();
         let task = tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
                 st.connections_accepted.fetch_add(1, Ordering::Relaxed);
+                let open = st.connections_open.load(Ordering::SeqCst);
+                if st.misbehaviour().one_session && open > 0 {
+                    drop(tcp);
+                    continue;
+                }
                 let _ = tcp.set_nodelay(true);
                 let kill = Arc::new(AtomicBool::new(false));
                 let conn = Arc::new(ConnState {
@@ -190,7 +217,9 @@ impl Origin {
                     channels: HashMap::new(),
                 };
                 let cfg = ssh_config.clone();
+                let open = OpenConnection::new(st.clone());
                 tokio::spawn(async move {
+                    let _open = open;
                     let stream = KillableStream { inner: tcp, kill };
                     if let Ok(running) = russh::server::run_stream(cfg, stream, handler).await {
                         let _ = running.await;
