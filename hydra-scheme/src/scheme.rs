@@ -112,10 +112,10 @@ pub trait Scheme: Send + Sync {
     /// therefore never be needed for correctness, and one never taken is dropped with the
     /// pool. It must not hold a session a fetch would then be refused for (a scheme with a
     /// per-host session ceiling prepares only within it). Errors are logged, not retried. A
-    /// probe that fails, not fatally, while the source's sessions are being opened ahead (a
-    /// server that allows one session per client refuses whichever arrives second) waits for
-    /// one of them and is sent again at once: a probe should take an idle pooled session when
-    /// there is one.
+    /// probe refused or late while the source's sessions are being opened ahead (a server that
+    /// admits one session per client refuses the second, or holds it in its backlog) is sent
+    /// again once one of them is open: a probe should take an idle pooled session when there
+    /// is one.
     /// Default: nothing to open ahead.
     async fn prepare(&self, endpoint: &Endpoint) -> Result<(), SchemeError> {
         let _ = endpoint;

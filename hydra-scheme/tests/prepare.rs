@@ -21,6 +21,7 @@ const LIMIT: Duration = Duration::from_secs(30);
 /// the others never finish.
 struct Fake {
     quick: usize,
+    probes: AtomicUsize,
     prepared: AtomicUsize,
     finished: AtomicUsize,
     aborted: Arc<AtomicUsize>,
@@ -42,6 +43,7 @@ impl Scheme for Fake {
     test_scheme_identity!("fake");
 
     async fn probe(&self, _endpoint: &Endpoint) -> Result<Probe, SchemeError> {
+        self.probes.fetch_add(1, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_millis(50)).await;
         Ok(Probe {
             size: 1000,
@@ -86,6 +88,7 @@ fn input(fake: &Arc<Fake>, remembered: Option<usize>) -> SourceInput {
 fn fake(quick: usize) -> Arc<Fake> {
     Arc::new(Fake {
         quick,
+        probes: AtomicUsize::new(0),
         prepared: AtomicUsize::new(0),
         finished: AtomicUsize::new(0),
         aborted: Arc::new(AtomicUsize::new(0)),
@@ -268,12 +271,14 @@ async fn no_more_sessions_are_opened_ahead_than_the_per_host_ceiling_lets_a_sour
 }
 
 /// A server that allows one session per client (`refuse_all`: none). A session dialled while
-/// another is open is refused after a 1 ms round trip (asking for `retry_after`); one admitted
+/// another is open is refused after a 1 ms round trip (asking for `retry_after`), or, when
+/// `serial` (a server that serves one connection at a time), waits for ever; one admitted
 /// takes 30 ms to open. The probe answers on an idle session when there is one; a prepared
 /// session stays pooled.
 #[derive(Default)]
 struct OneSession {
     refuse_all: bool,
+    serial: bool,
     retry_after: Option<Duration>,
     open: AtomicUsize,
     idle: AtomicUsize,
@@ -284,7 +289,11 @@ struct OneSession {
 impl OneSession {
     async fn dial(&self, endpoint: &Endpoint) -> Result<(), SchemeError> {
         tokio::time::sleep(Duration::from_millis(1)).await;
-        if self.refuse_all || self.open.fetch_add(1, Ordering::SeqCst) > 0 {
+        let busy = self.open.fetch_add(1, Ordering::SeqCst) > 0;
+        if busy && self.serial {
+            std::future::pending::<()>().await;
+        }
+        if self.refuse_all || busy {
             return Err(SchemeError::new(
                 endpoint,
                 ErrorKind::Refused {
@@ -391,4 +400,43 @@ async fn a_probe_refused_with_a_wait_named_is_not_sent_again_on_a_session_opened
     assert!(probed.is_err(), "the refusal stands");
     assert_eq!(s.prepared.load(Ordering::SeqCst), 1);
     assert_eq!(s.probes.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_probe_held_behind_the_session_opened_ahead_is_sent_again_on_it_once_late() {
+    // A server that serves one connection at a time waits for a request on the session
+    // opened ahead while the probe's connection sits in its backlog. Once the probe is late
+    // (three times the 31 ms that session took, but never under a second) it is sent again
+    // on that session; without that it would wait out the 20 s probe timeout and fail.
+    let s = Arc::new(OneSession {
+        serial: true,
+        ..OneSession::default()
+    });
+    let engine = Engine::new(EngineOptions::default());
+    let t0 = tokio::time::Instant::now();
+    let probed = tokio::time::timeout(LIMIT, engine.probe(lone(&s)))
+        .await
+        .expect("bounded")
+        .expect("probe");
+    assert_eq!(probed.sources.len(), 1);
+    assert_eq!(s.probes.load(Ordering::SeqCst), 2);
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_millis(1050),
+        "answered after {took:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_probe_that_answers_in_time_is_sent_once_beside_a_session_opened_ahead() {
+    // The session opened ahead is open at once; the probe answers after 50 ms, long before
+    // it is late.
+    let f = fake(usize::MAX - 1);
+    let engine = Engine::new(EngineOptions::default());
+    tokio::time::timeout(LIMIT, engine.probe(vec![input(&f, None)]))
+        .await
+        .expect("bounded")
+        .expect("probe");
+    assert_eq!(f.finished.load(Ordering::SeqCst), 1);
+    assert_eq!(f.probes.load(Ordering::SeqCst), 1);
 }

@@ -38,6 +38,7 @@ use tokio::sync::mpsc;
 mod closing;
 mod events;
 mod fetches;
+mod hedge;
 mod integrity;
 mod joining;
 pub mod pieces;

@@ -3,6 +3,7 @@
 //! ([`Joining`]). A caller with rules of its own (a resumed download that must continue the
 //! object it recorded) adds them through a [`ProbePolicy`].
 
+use super::hedge::{probe_once, Deadline};
 use super::source::Ahead;
 use super::vote::{self, Ballots, Vote};
 use super::{
@@ -11,7 +12,6 @@ use super::{
 use crate::agreement::{self, disagreement};
 use crate::error::{ErrorKind, SchemeError};
 use crate::probe::Probe;
-use hydra_core::Failure;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -342,10 +342,8 @@ impl Ballot {
 /// truncated or timed-out reply, a transient refusal): up to [`PROBE_ATTEMPTS`] in all,
 /// [`PROBE_RETRY`] apart and doubling, while the timeout allows. A mirror whose probe fails
 /// once is otherwise left out of the vote on the object, and the others' tie decided without
-/// it. A failure that may pass, or a refusal that names no wait, while the source's sessions
-/// are being opened ahead (`ahead`) waits for one of them and is probed again at once, on it,
-/// outside that count: a server that allows one session per client refuses whichever arrives
-/// second.
+/// it. The first attempt competes with the source's sessions opened ahead (`ahead`), and is
+/// sent again on one of them when refused or late ([`hedge`](super::hedge)).
 async fn answer(
     index: usize,
     input: SourceInput,
@@ -353,41 +351,22 @@ async fn answer(
     mut ahead: Option<Ahead>,
     timeout: Duration,
 ) -> Answer {
-    let deadline = Instant::now() + timeout;
+    let deadline = Deadline {
+        at: Instant::now() + timeout,
+        timeout,
+    };
     let mut wait = PROBE_RETRY;
     let mut attempt = 1;
     let result = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let result = match tokio::time::timeout(left, input.probe(prime)).await {
-            Ok(r) => r.map_err(ProbeFailure::Error),
-            Err(_) => Err(ProbeFailure::TimedOut(timeout)),
-        };
-        let Err(ProbeFailure::Error(e)) = &result else {
-            break result;
-        };
-        let failure = e.failure_kind();
-        // A refusal that names a wait is about load, not about a session too many.
-        let named_wait = matches!(
-            failure,
-            Failure::Refused {
-                retry_after: Some(_)
-            }
-        );
-        if failure != Failure::Fatal && !named_wait {
-            if let Some(mut a) = ahead.take() {
-                if a.opened_by(deadline).await {
-                    tracing::debug!(source = %input.endpoint, "{e}; probing again on a session opened ahead");
-                    continue;
-                }
-            }
-        }
-        if failure != Failure::Transient
-            || attempt == PROBE_ATTEMPTS
-            || Instant::now() + wait >= deadline
-        {
+        let result = probe_once(&input, prime, ahead.take(), deadline).await;
+        let passing = matches!(&result, Err(ProbeFailure::Error(e))
+            if e.failure_kind() == hydra_core::Failure::Transient);
+        if !passing || attempt == PROBE_ATTEMPTS || Instant::now() + wait >= deadline.at {
             break result;
         }
-        tracing::debug!(source = %input.endpoint, "{e}; probing again in {wait:?}");
+        if let Err(e) = &result {
+            tracing::debug!(source = %input.endpoint, "{e}; probing again in {wait:?}");
+        }
         tokio::time::sleep(wait).await;
         wait *= 2;
         attempt += 1;
