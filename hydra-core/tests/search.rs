@@ -36,6 +36,9 @@ struct Link {
     joins_at: Duration,
     /// What an earlier transfer's search found on this source's host.
     remembered: Option<Remembered>,
+    /// The connections its origin answers, the first opened; a request on any other is held
+    /// unanswered (a server that serves one connection at a time, the rest in its backlog).
+    answers: usize,
 }
 
 #[derive(Debug)]
@@ -97,6 +100,7 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
         added: at_start,
         live: BTreeMap::new(),
         opened: BTreeSet::new(),
+        answered: BTreeMap::new(),
         ramps: BTreeMap::new(),
         levels: vec![Vec::new(); links.len()],
         trials: vec![Vec::new(); links.len()],
@@ -150,6 +154,8 @@ struct Net<'a> {
     added: usize,
     live: BTreeMap<FetchId, Live>,
     opened: BTreeSet<ConnId>,
+    /// Per source, the connections its origin answers.
+    answered: BTreeMap<usize, BTreeSet<ConnId>>,
     /// First byte of each open connection, for its ramp.
     ramps: BTreeMap<ConnId, Duration>,
     levels: Vec<Vec<usize>>,
@@ -230,11 +236,16 @@ impl Network for Net<'_> {
                     l.weights[conn.0 as usize % l.weights.len()]
                 };
                 let wait = if new { l.rtt + l.setup } else { l.rtt };
+                let answered = self.answered.entry(source.0 as usize).or_default();
+                let answers = answered.contains(&conn) || answered.len() < l.answers;
+                if answers {
+                    answered.insert(conn);
+                }
                 self.live.insert(
                     fetch,
                     Live {
                         source: source.0 as usize,
-                        first_byte_at: now + wait,
+                        first_byte_at: if answers { now + wait } else { Duration::MAX },
                         conn_since: self.ramps.get(&conn).copied(),
                         conn,
                         session: if new { Session::New } else { Session::Reused },
@@ -359,6 +370,7 @@ fn link(capacity_mb: f64, per_conn_mb: f64) -> Link {
         ramp: Duration::ZERO,
         joins_at: Duration::ZERO,
         remembered: None,
+        answers: usize::MAX,
     }
 }
 
@@ -449,6 +461,24 @@ fn on_a_link_one_connection_saturates_the_search_returns_to_one() {
         } => {}
         other => panic!("expected a measured limit at 1, got {other:?} in {r:?}"),
     }
+}
+
+#[test]
+fn a_source_that_leaves_its_second_connection_unanswered_keeps_its_first_busy_to_the_end() {
+    // A server that serves one connection at a time: the second connection a near lone
+    // source opens is never answered. Its work goes to the first, which never idles: the
+    // source is not backed off for a silence of one connection while another delivers, and
+    // it is held to the one connection it is served on.
+    let l = Link {
+        answers: 1,
+        ..link(4.0, 4.0)
+    };
+    let r = run(20_000_000, &[l], default_opening(4), None);
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    assert_eq!(r.reasons[0], LimitReason::Refused { serving: 1 }, "{r:?}");
+    // The oracle: 5 s of bytes at 4 MB/s, a setup and a round trip; a second request on the
+    // warm connection costs one more round trip.
+    assert!(r.end < Duration::from_millis(5_150), "{r:?}");
 }
 
 #[test]

@@ -164,6 +164,45 @@ impl Scheduler {
         }
     }
 
+    /// Whether a connection of `src` other than `slot` is delivering: its fetch past its
+    /// first byte and neither stalled nor cancelled.
+    pub(super) fn delivers_beside(&self, src: SourceId, slot: ConnId) -> bool {
+        self.slot_ids().zip(&self.slots).any(|(i, s)| {
+            i != slot
+                && s.source == src
+                && s.fetch.as_ref().is_some_and(|f| {
+                    !f.cancelled && f.first_byte_at.is_some() && f.detector.grade() < Grade::Stalled
+                })
+        })
+    }
+
+    /// `src` left the connection on `slot` unanswered while it delivered on others: like a
+    /// refusal, its ceiling becomes the connections it delivers on and its search ends, but
+    /// it is charged no failure and does not back off. The unanswered fetch is cancelled, so
+    /// that its slot is not held against the ceiling.
+    pub(super) fn admits_fewer(&mut self, src: SourceId, slot: ConnId) {
+        if let Some(f) = self.slots[slot].fetch.as_ref().filter(|f| !f.cancelled) {
+            let pos = f.pos;
+            self.shrink(slot, pos, true);
+        }
+        let serving = self
+            .slot_ids()
+            .zip(&self.slots)
+            .filter(|(i, s)| {
+                *i != slot
+                    && s.source == src
+                    && s.fetch
+                        .as_ref()
+                        .is_some_and(|f| !f.cancelled && f.first_byte_at.is_some())
+            })
+            .count()
+            .max(1);
+        let s = &mut self.sources[src];
+        s.ceiling = s.ceiling.min(serving);
+        s.level = s.level.min(s.ceiling);
+        self.finish_search(src, LimitReason::Refused { serving });
+    }
+
     pub(super) fn kill_source(&mut self, src: SourceId) {
         if self.sources[src].dead {
             return;

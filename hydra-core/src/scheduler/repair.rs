@@ -541,13 +541,20 @@ impl Scheduler {
             return;
         };
         if let Some(silent) = silent {
-            // Nothing since its request: a failure of its source, which then waits at least
-            // as long as it was silent, as after a stall. Otherwise sources that take requests
-            // and never answer pass the work between them, each move before the stall
-            // timeout, and are never found dead while a working source sits idle.
-            self.source_failed(v.src, Failure::Transient, now);
-            let s = &mut self.sources[v.src];
-            s.backoff_until = s.backoff_until.max(now + silent);
+            if self.delivers_beside(v.src, v.slot) {
+                // Its source answers its other connections: it admits fewer than it was
+                // asked for (a server that serves one connection at a time holds the rest in
+                // its backlog). Backing the source off would idle the connections it serves.
+                self.admits_fewer(v.src, v.slot);
+            } else {
+                // Nothing since its request: a failure of its source, which then waits at
+                // least as long as it was silent, as after a stall. Otherwise sources that take
+                // requests and never answer pass the work between them, each move before the
+                // stall timeout, and are never found dead while a working source sits idle.
+                self.source_failed(v.src, Failure::Transient, now);
+                let s = &mut self.sources[v.src];
+                s.backoff_until = s.backoff_until.max(now + silent);
+            }
         }
         self.stats.repairs += 1;
         let d = m.taker.delta.max(0.0);
