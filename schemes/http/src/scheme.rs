@@ -501,7 +501,14 @@ impl HttpScheme {
                 req.writer.first_byte();
                 (w.conn, w.resp, w.body_end)
             }
-            None => self.request_range(req, &ask, asked).await?,
+            // A fetch cut to nothing or cancelled while its response head is awaited ends
+            // now, so that its slot is not held while the server takes its time (a server
+            // that serves one connection at a time may never answer).
+            None => tokio::select! {
+                biased;
+                _ = req.writer.exhausted() => return Ok(req.writer.outcome_at_bound()),
+                r = self.request_range(req, &ask, asked) => r?,
+            },
         };
         let keep_alive = resp.version() == Version::HTTP_11 && !says_close(resp.headers());
         let mut body = resp.into_body();

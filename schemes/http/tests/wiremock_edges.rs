@@ -477,3 +477,48 @@ async fn a_whole_object_body_that_ends_at_the_probed_size_completes() {
     assert!(matches!(out, FetchOutcome::Completed), "{out:?}");
     assert_eq!(sink.written().len_bytes(), 100);
 }
+
+#[tokio::test]
+async fn a_fetch_cut_to_nothing_while_its_response_head_is_awaited_ends_without_it() {
+    // A server that takes longer than the first-byte timeout to answer (one serving one
+    // connection at a time, say). A fetch lowered to its start, or cancelled, while it waits
+    // ends as the engine asked, not with the first-byte timeout.
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/f"))
+        .respond_with(
+            ResponseTemplate::new(206)
+                .insert_header("Content-Range", "bytes 10-19/100")
+                .set_body_bytes(vec![7; 10])
+                .set_delay(Duration::from_secs(60)),
+        )
+        .mount(&server)
+        .await;
+    let scheme = scheme();
+    for cancel in [false, true] {
+        let sink = Arc::new(MemorySink::new(100));
+        let range = ByteRange::new(10, 20);
+        let mut r = spawn_fetch(&scheme, &url(&server), &probe_of(100), range, 0, &sink);
+        bounded(async {
+            while let Some(e) = r.events.recv().await {
+                if matches!(e.kind, hydra_scheme::FetchEventKind::Connected { .. }) {
+                    return;
+                }
+            }
+            panic!("fetch ended without connecting");
+        })
+        .await;
+        if cancel {
+            r.bound.abandon();
+        } else {
+            r.bound.lower(10);
+        }
+        let out = bounded(r.task).await.expect("fetch task");
+        let want = if cancel {
+            FetchOutcome::Cancelled
+        } else {
+            FetchOutcome::Shrunk
+        };
+        assert_eq!(format!("{out:?}"), format!("{want:?}"), "cancel: {cancel}");
+    }
+}
