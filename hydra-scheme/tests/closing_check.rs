@@ -514,6 +514,16 @@ async fn a_source_whose_early_check_timed_out_is_not_waited_on_twice() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_early_check_unanswered_a_second_after_the_end_is_followed_by_one_more() {
+    // Its session may be held in the backlog of a server that serves one connection at a
+    // time, behind a fetch's session idle since the end: the source is asked once more, and
+    // that answer, after the last byte, stands. Before, the check waited out its 10 s.
+    let s = Paced::new(When::EarlyChecksHang);
+    let (out, sink) = transfer_with(s.clone(), Duration::from_secs(10)).await;
+    assert_unchanged_and_asked(&s, out, &sink, 1);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_source_whose_early_checks_timed_out_before_the_end_is_not_asked_again() {
     // Each early check gives up 100 ms after it is sent, well before the last byte.
     let s = Paced::new(When::EarlyChecksHang);

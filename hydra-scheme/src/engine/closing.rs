@@ -65,7 +65,10 @@
 //!   Once no byte is due, one answered after the last byte stands, and no other is sent
 //!   while the last fetch is still open (an FTP transfer waiting for its `226`).
 //! * At the end, a source with no standing answer takes the first good answer of its early
-//!   checks still in flight, or is asked then.
+//!   checks still in flight, or is asked then. Early checks still unanswered [`LATE_FLOOR`]
+//!   after the end may be held in the backlog of a server that serves one connection at a
+//!   time, behind a fetch's session now idle in the pool: the source is asked once more, on
+//!   that session.
 //! * Any check that sees a changed object fails the transfer, whether or not it stands.
 //!
 //! A source that is dead, whose last fetch failed, or that went silent for the stall timeout
@@ -83,6 +86,7 @@ use hydra_core::{Scheduler, SourceId};
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
+use super::hedge::LATE_FLOOR;
 use super::{EngineError, ProbedSource};
 use crate::agreement::{Size, Time};
 use crate::error::SchemeError;
@@ -395,9 +399,26 @@ impl ClosingChecks {
             // error, the source is asked once more now; one that timed out is not waited on
             // twice (`asked_now` starts true for a source whose early check timed out).
             let mut timed_out = false;
+            // Early checks unanswered a while after the end may be held in the backlog of a
+            // server that serves one connection at a time, behind a fetch's session now idle
+            // in the pool: one more check is sent then, on that session.
+            let mut late = (!asked_now).then(|| Instant::now() + LATE_FLOOR);
             let answer = loop {
-                let (first, _, rest) = futures_util::future::select_all(handles).await;
-                handles = rest;
+                let next = futures_util::future::select_all(handles.iter_mut());
+                let next = match late {
+                    Some(at) => tokio::time::timeout_at(at, next).await.ok(),
+                    None => Some(next.await),
+                };
+                let Some((first, index, _)) = next else {
+                    late = None;
+                    if !self.none_idle(s, i) {
+                        tracing::debug!(source = %s.input.endpoint, "closing check late; asking again on an idle session");
+                        asked_now = true;
+                        handles.push(self.spawn(s, i, None));
+                    }
+                    continue;
+                };
+                handles.swap_remove(index);
                 let answer = first.ok().and_then(|(_, a)| a);
                 timed_out |= answer.is_none();
                 if matches!(answer, Some(Ok(_))) {
