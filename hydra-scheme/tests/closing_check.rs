@@ -73,6 +73,9 @@ enum When {
     /// pace and its session does not go back to the pool when it ends (a primed probe's
     /// response, read past the fetch's end, closes its connection there).
     FromZeroEndsFirstAndClosesItsSession,
+    /// A session asked for while a fetch is open is refused, a fetch's or a check's (a server
+    /// that admits one session per client); the object never changes.
+    OneSession,
     /// A fetch writes [`SPARSE_CHUNK`] every [`SPARSE_GAP`], and a check takes [`MID_CHECK`]:
     /// a check answers between two chunks; the object never changes.
     SparseChunks,
@@ -240,10 +243,12 @@ impl Scheme for Paced {
         {
             std::future::pending::<()>().await;
         }
-        if !first
-            && matches!(self.when, When::SessionsCapped)
-            && self.open.load(Ordering::SeqCst) >= CAPPED
-        {
+        let ceiling = match self.when {
+            When::SessionsCapped => CAPPED,
+            When::OneSession => 1,
+            _ => usize::MAX,
+        };
+        if !first && self.open.load(Ordering::SeqCst) >= ceiling {
             self.refused_at_ceiling.fetch_add(1, Ordering::SeqCst);
             return Err(SchemeError::new(
                 endpoint,
@@ -316,7 +321,11 @@ impl Scheme for Paced {
     }
 
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
-        self.open.fetch_add(1, Ordering::SeqCst);
+        if self.open.fetch_add(1, Ordering::SeqCst) > 0 && matches!(self.when, When::OneSession) {
+            self.open.fetch_sub(1, Ordering::SeqCst);
+            let refused = ErrorKind::Refused { retry_after: None };
+            return FetchOutcome::Failed(SchemeError::new(&request.endpoint, refused));
+        }
         let from_zero = request.writer.offset() == 0;
         let out = self.paced(&mut request).await;
         self.open.fetch_sub(1, Ordering::SeqCst);
@@ -521,6 +530,19 @@ async fn an_early_check_unanswered_a_second_after_the_end_is_followed_by_one_mor
     let s = Paced::new(When::EarlyChecksHang);
     let (out, sink) = transfer_with(s.clone(), Duration::from_secs(10)).await;
     assert_unchanged_and_asked(&s, out, &sink, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_source_that_refused_a_second_session_is_checked_on_its_fetch_s_session_at_the_end() {
+    // Asked for two sessions, it refuses the second: its ceiling is the one its fetch holds,
+    // and a check of its own, or a spare session, would be refused too.
+    let s = Paced::new(When::OneSession);
+    let (out, sink) = transfer_on(s.clone(), EngineOptions::default().probe_timeout, 2).await;
+    out.expect("the object never changed");
+    assert!(sink.contents().iter().all(|&b| b == 1));
+    assert_eq!(s.refused_at_ceiling.load(Ordering::SeqCst), 0);
+    assert_eq!(s.prepared.load(Ordering::SeqCst), 0, "no spare session");
+    assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test(start_paused = true)]

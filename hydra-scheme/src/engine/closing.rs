@@ -45,7 +45,10 @@
 //!   ([`Capabilities::max_connections_per_host`](hydra_core::Capabilities)) and whose fetches
 //!   hold every session it allows is not checked early until one of them ends: its check
 //!   would be refused (an FTP server's or the scheme's own session limit), and each refusal
-//!   spends one of its early checks.
+//!   spends one of its early checks. So is a source that refused more sessions than its
+//!   fetches hold, or left one unanswered while they delivered
+//!   ([`LimitReason::Refused`]), and it gets no spare session: a server that serves one
+//!   connection at a time would hold either in its backlog.
 //! * A source none of whose sessions is idle in its scheme's pool
 //!   ([`Scheme::pooled_sessions`](crate::Scheme::pooled_sessions)), beyond those its fetches
 //!   requested but not yet connected will take, and that has no spare
@@ -82,7 +85,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::time::Instant;
 
-use hydra_core::{Scheduler, SourceId};
+use hydra_core::{LimitReason, Scheduler, SourceId};
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
@@ -270,14 +273,22 @@ impl ClosingChecks {
                 .as_secs_f64();
             // A scheme with a session ceiling refuses a check while every session it allows
             // carries a fetch: the check waits for one to come back.
-            let capped = s
-                .input
-                .scheme
-                .capabilities()
-                .max_connections_per_host
-                .is_some_and(|m| busy >= m);
+            // So does a source that refused more sessions than its fetches hold, or left one
+            // unanswered ([`LimitReason::Refused`]): it would refuse a check's own session, or
+            // hold it in its backlog, and a spare's.
+            let refused = matches!(
+                sched.limit_reason(SourceId(i as u16)),
+                LimitReason::Refused { serving } if busy >= serving
+            );
+            let capped = refused
+                || s.input
+                    .scheme
+                    .capabilities()
+                    .max_connections_per_host
+                    .is_some_and(|m| busy >= m);
             let lone = busy == 1;
             if k == 0
+                && !refused
                 && self.spare[i].is_none()
                 && self.none_idle(s, i)
                 && lone
