@@ -371,23 +371,20 @@ impl FtpScheme {
         .await
     }
 
-    async fn fetch_inner(&self, req: &mut FetchRequest) -> Result<FetchOutcome, ErrorKind> {
-        if req.writer.remaining() == 0 {
-            return Ok(req.writer.outcome_at_bound());
-        }
-        let start = req.writer.offset();
-        let expect = req.expect.clone();
-        if !expect.ranged && start != 0 {
-            return Err(ErrorKind::RangeIgnored);
-        }
-        let ep = req.endpoint.clone();
-        let key = self.key(&ep)?;
-        let path = ftp_path(&ep)?;
+    /// A session for `req` (pooled when one is idle, a stale pooled one replaced once by a new
+    /// one) with its `RETR` from `start` answered.
+    async fn start_fetch(
+        &self,
+        req: &FetchRequest,
+        ep: &Endpoint,
+        key: &HostKey,
+        path: &str,
+        start: u64,
+        expect: &Probe,
+    ) -> Result<(Session, Transfer), ErrorKind> {
         let mut allow_pooled = true;
-        let (mut s, mut transfer) = loop {
-            let (mut s, reused) = self
-                .acquire(&ep, &key, Some(req.slot), allow_pooled)
-                .await?;
+        loop {
+            let (mut s, reused) = self.acquire(ep, key, Some(req.slot), allow_pooled).await?;
             if reused {
                 self.stats.reused();
             }
@@ -400,14 +397,35 @@ impl FtpScheme {
             } else {
                 req.writer.connected(reused);
             }
-            match self.start_retr(&mut s, &path, start, &expect).await {
-                Ok(t) => break (s, t),
+            match self.start_retr(&mut s, path, start, expect).await {
+                Ok(t) => return Ok((s, t)),
                 Err(e) if reused && is_stale(&e) => {
                     tracing::debug!(error = %e, "pooled FTP session was stale; dialling");
                     allow_pooled = false;
                 }
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    async fn fetch_inner(&self, req: &mut FetchRequest) -> Result<FetchOutcome, ErrorKind> {
+        if req.writer.remaining() == 0 {
+            return Ok(req.writer.outcome_at_bound());
+        }
+        let start = req.writer.offset();
+        let expect = req.expect.clone();
+        if !expect.ranged && start != 0 {
+            return Err(ErrorKind::RangeIgnored);
+        }
+        let ep = req.endpoint.clone();
+        let key = self.key(&ep)?;
+        let path = ftp_path(&ep)?;
+        // Cut to nothing or cancelled while its session opens or its `RETR` is answered, the
+        // fetch ends then.
+        let (mut s, mut transfer) = tokio::select! {
+            biased;
+            _ = req.writer.exhausted() => return Ok(req.writer.outcome_at_bound()),
+            r = self.start_fetch(req, &ep, &key, &path, start, &expect) => r?,
         };
         req.writer.first_byte();
         let size = expect.size;

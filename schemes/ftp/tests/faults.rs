@@ -169,3 +169,52 @@ async fn a_cut_retr_is_truncated_keeping_exactly_the_bytes_that_arrived() {
         object_bytes(SEED, tail)[..]
     );
 }
+
+#[tokio::test]
+async fn a_fetch_cancelled_while_its_session_opens_ends_without_it() {
+    // A server that accepts and never greets (one serving one connection at a time holds
+    // the rest so). A fetch cancelled while it waits ends as the engine asked, not with the
+    // connect timeout, here longer than the test's bound.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = listener.accept().await {
+            held.push(sock);
+        }
+    });
+    let scheme = FtpScheme::new(FtpOptions {
+        connect_timeout: Duration::from_secs(120),
+        reply_timeout: Duration::from_secs(120),
+        ..FtpOptions::default()
+    })
+    .expect("scheme");
+    let sink = Arc::new(MemorySink::new(100));
+    let (bound, writer) = RangeWriter::for_range(
+        FetchId(1),
+        ByteRange::new(10, 20),
+        sink,
+        Arc::new(|_: FetchEvent| {}),
+    );
+    let req = FetchRequest {
+        endpoint: Arc::new(Endpoint::parse(&format!("ftp://127.0.0.1:{port}/f")).expect("url")),
+        expect: Probe {
+            size: 100,
+            ranged: true,
+            validator: None,
+            last_modified: None,
+            connect: Duration::ZERO,
+            first_byte: Duration::ZERO,
+        },
+        slot: ConnId(0),
+        writer,
+    };
+    let fetch = tokio::spawn(async move { scheme.fetch(req).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    bound.abandon();
+    let out = bounded(fetch).await.expect("fetch task");
+    silent.abort();
+    assert!(matches!(out, FetchOutcome::Cancelled), "{out:?}");
+}

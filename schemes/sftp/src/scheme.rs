@@ -303,9 +303,12 @@ impl SftpScheme {
         let slot = Some(req.slot);
         let mut allow_pooled = true;
         loop {
-            let (mut s, reused, _) = self
-                .session(&req.endpoint, &key, slot, allow_pooled)
-                .await?;
+            // Cut to nothing or cancelled while its session opens, the fetch ends then.
+            let (mut s, reused, _) = tokio::select! {
+                biased;
+                _ = req.writer.exhausted() => return Ok((req.writer.outcome_at_bound(), None)),
+                r = self.session(&req.endpoint, &key, slot, allow_pooled) => r?,
+            };
             req.writer.connected(reused);
             let before = req.writer.written();
             match self

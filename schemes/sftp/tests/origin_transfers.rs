@@ -728,3 +728,42 @@ async fn a_trickle_answers_reads_past_its_burst_with_a_tenth_of_its_rate_each() 
         range.len()
     );
 }
+
+#[tokio::test]
+async fn a_fetch_cancelled_while_its_session_opens_ends_without_it() {
+    // A server that accepts and never sends its SSH banner (one serving one connection at a
+    // time holds the rest so). A fetch cancelled while it waits ends as the engine asked,
+    // not with the connect timeout, here longer than the test's bound.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = listener.accept().await {
+            held.push(sock);
+        }
+    });
+    let scheme = SftpScheme::new(SftpOptions {
+        connect_timeout: Duration::from_secs(120),
+        ..SftpOptions::default()
+    });
+    let ep = Endpoint::parse(&format!("sftp://u:p@127.0.0.1:{port}/data.bin")).unwrap();
+    let probe = Probe {
+        size: 100,
+        ranged: true,
+        validator: None,
+        last_modified: None,
+        connect: Duration::ZERO,
+        first_byte: Duration::ZERO,
+    };
+    let f = fetch_of(&ep, &probe, ByteRange::new(10, 20), 0);
+    let bound = f.bound.clone();
+    let task = tokio::spawn(async move { scheme.fetch(f.request).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    bound.abandon();
+    let out = tokio::time::timeout(LIMIT, task)
+        .await
+        .expect("the fetch ended within its bound")
+        .unwrap();
+    silent.abort();
+    assert!(matches!(out, FetchOutcome::Cancelled), "{out:?}");
+}
