@@ -132,6 +132,17 @@ pub trait Scheme: Send + Sync {
         None
     }
 
+    /// Closes the sessions to `endpoint` idle in the scheme's pool; how many it closed. The
+    /// engine calls it when a source admits fewer sessions than it was asked for (its limit
+    /// becomes [`LimitReason::Refused`](hydra_core::LimitReason::Refused): it refused one, or
+    /// left one unanswered while another delivered): an idle session holds a place the server
+    /// then lacks, and a server that serves one connection at a time may be waiting for a
+    /// request on it while a fetch waits in its backlog. Default: none pooled, none closed.
+    fn close_idle(&self, endpoint: &Endpoint) -> usize {
+        let _ = endpoint;
+        0
+    }
+
     /// What the object's answer at `endpoint` advertises beyond the probe: mirrors and
     /// digests (HTTP: RFC 6249 `Link: rel=duplicate`, RFC 3230 `Digest`). One request of its
     /// own, asked for only when the user opts in; the engine never calls it. Default: nothing

@@ -123,6 +123,8 @@ struct Paced {
     idle: AtomicUsize,
     dialed_by_checks: AtomicUsize,
     prepared_before_last_byte: AtomicUsize,
+    /// Calls to `close_idle`.
+    closed_idle: AtomicUsize,
     /// Bytes written so far.
     written: AtomicU64,
     /// Fetches open now, and checks refused because [`CAPPED`] were (under
@@ -151,6 +153,7 @@ impl Paced {
             last_chunk_now: AtomicBool::new(false),
             last_chunk: Notify::new(),
             prepared: AtomicUsize::new(0),
+            closed_idle: AtomicUsize::new(0),
             opened_ahead: AtomicUsize::new(0),
             idle: AtomicUsize::new(0),
             dialed_by_checks: AtomicUsize::new(0),
@@ -198,6 +201,11 @@ impl Scheme for Paced {
 
     fn pooled_sessions(&self, _: &Endpoint) -> Option<usize> {
         self.pooled().then(|| self.idle.load(Ordering::SeqCst))
+    }
+
+    fn close_idle(&self, _: &Endpoint) -> usize {
+        self.closed_idle.fetch_add(1, Ordering::SeqCst);
+        0
     }
 
     async fn prepare(&self, _: &Endpoint) -> Result<(), SchemeError> {
@@ -543,6 +551,11 @@ async fn a_source_that_refused_a_second_session_is_checked_on_its_fetch_s_sessio
     assert_eq!(s.refused_at_ceiling.load(Ordering::SeqCst), 0);
     assert_eq!(s.prepared.load(Ordering::SeqCst), 0, "no spare session");
     assert_eq!(s.asked_after_last_byte.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        s.closed_idle.load(Ordering::SeqCst),
+        1,
+        "its idle sessions closed"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -448,14 +448,27 @@ impl<'a> Transfer<'a> {
     }
 
     /// The scheduler's notices, passed on; a stalled fetch makes its source's closing check
-    /// due.
+    /// due, and a source that admits fewer sessions than it was asked for has its idle ones
+    /// closed ([`Scheme::close_idle`](crate::Scheme::close_idle)).
     fn take_notices(&mut self) {
         while let Some(n) = self.sched.poll_notice() {
             tracing::debug!(?n, "scheduler");
-            if let Notice::Stalled { fetch } = n {
-                if let Some(r) = self.running.get(&fetch) {
-                    self.checks.on_stalled(r.source);
+            match n {
+                Notice::Stalled { fetch } => {
+                    if let Some(r) = self.running.get(&fetch) {
+                        self.checks.on_stalled(r.source);
+                    }
                 }
+                Notice::Limit {
+                    source,
+                    reason: LimitReason::Refused { .. },
+                } => {
+                    if let Some(s) = self.sources.get(source.0 as usize) {
+                        let closed = s.input.scheme.close_idle(&s.input.endpoint);
+                        tracing::debug!(source = source.0, closed, "idle sessions closed");
+                    }
+                }
+                _ => {}
             }
             self.emit(EngineEvent::Notice(n));
         }

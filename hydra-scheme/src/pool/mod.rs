@@ -243,6 +243,12 @@ impl<C: Pooled> IdlePool<C> {
         })
     }
 
+    /// Closes every idle connection for `key`; how many there were.
+    pub fn close_idle(&self, key: &C::Key) -> usize {
+        let closed = self.lock().idle.remove(key).unwrap_or_default();
+        closed.len()
+    }
+
     /// Idle connections, expired ones not yet dropped included.
     pub fn idle_count(&self) -> usize {
         self.lock().idle.values().map(Vec::len).sum()

@@ -225,3 +225,19 @@ async fn putting_a_connection_back_wakes_waiters() {
         .await
         .expect("the put wakes waiters");
 }
+
+#[test]
+fn closing_a_key_s_idle_connections_leaves_other_keys_and_frees_their_places() {
+    let pool = IdlePool::new(TTL).ceiling_per_host(2);
+    pool.put(admitted(&pool, 1, key("a")).expect("first"), None);
+    pool.put(admitted(&pool, 2, key("a")).expect("second"), None);
+    pool.put(fake(3, key("b")), None);
+    assert_eq!(pool.close_idle(&key("a")), 2);
+    assert_eq!(pool.idle_for(&key("a")), 0);
+    assert_eq!(pool.idle_for(&key("b")), 1);
+    assert!(pool.take(&key("a"), None).is_none());
+    assert!(
+        pool.admit_ahead(&key("a")).is_some(),
+        "their places under the ceiling are free again"
+    );
+}

@@ -682,6 +682,11 @@ impl Scheme for FtpScheme {
         self.key(endpoint).ok().map(|key| self.pool.idle_for(&key))
     }
 
+    fn close_idle(&self, endpoint: &Endpoint) -> usize {
+        self.key(endpoint)
+            .map_or(0, |key| self.pool.close_idle(&key))
+    }
+
     async fn prepare(&self, endpoint: &Endpoint) -> Result<(), SchemeError> {
         let err = |k| SchemeError::new(endpoint, k);
         let key = self.key(endpoint).map_err(err)?;

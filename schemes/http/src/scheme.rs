@@ -684,6 +684,10 @@ impl Scheme for HttpScheme {
             .map(|key| self.pool.idle_for(&key))
     }
 
+    fn close_idle(&self, endpoint: &Endpoint) -> usize {
+        origin_key(endpoint).map_or(0, |key| self.pool.close_idle(&key))
+    }
+
     async fn fetch(&self, mut request: FetchRequest) -> FetchOutcome {
         match self.fetch_inner(&mut request).await {
             Ok(o) => o,

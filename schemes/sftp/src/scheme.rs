@@ -609,6 +609,10 @@ impl Scheme for SftpScheme {
             .map(|key| self.pool.idle_for(&key))
     }
 
+    fn close_idle(&self, endpoint: &Endpoint) -> usize {
+        session::host_key(endpoint, &self.options).map_or(0, |key| self.pool.close_idle(&key))
+    }
+
     async fn prepare(&self, endpoint: &Endpoint) -> Result<(), SchemeError> {
         let err = |k| SchemeError::new(endpoint, k);
         let key = session::host_key(endpoint, &self.options).map_err(err)?;
