@@ -1,8 +1,10 @@
 //! Test infrastructure shared by the scheme crates (feature `testing`): a SOCKS5 server on
 //! 127.0.0.1 port 0 that records every CONNECT, so a test can check that a host name reached
-//! the proxy unresolved (remote DNS) and where each connection was sent.
+//! the proxy unresolved (remote DNS) and where each connection was sent; an HTTP CONNECT proxy
+//! ([`connect_proxy`]); and a server that never speaks ([`silent`]).
 
 pub mod connect_proxy;
+pub mod silent;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use hydra_scheme::testing::silent::Silent;
 use hydra_scheme::{
     ByteRange, ConnId, Endpoint, ErrorKind, Failure, FetchEvent, FetchId, FetchOutcome,
     FetchRequest, MemorySink, Probe, RangeBound, RangeSet, RangeWriter, Scheme, Sink,
@@ -175,16 +176,7 @@ async fn a_fetch_cancelled_while_its_session_opens_ends_without_it() {
     // A server that accepts and never greets (one serving one connection at a time holds
     // the rest so). A fetch cancelled while it waits ends as the engine asked, not with the
     // connect timeout, here longer than the test's bound.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let silent = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((sock, _)) = listener.accept().await {
-            held.push(sock);
-        }
-    });
+    let silent = Silent::start().await.expect("listener");
     let scheme = FtpScheme::new(FtpOptions {
         connect_timeout: Duration::from_secs(120),
         reply_timeout: Duration::from_secs(120),
@@ -199,7 +191,7 @@ async fn a_fetch_cancelled_while_its_session_opens_ends_without_it() {
         Arc::new(|_: FetchEvent| {}),
     );
     let req = FetchRequest {
-        endpoint: Arc::new(Endpoint::parse(&format!("ftp://127.0.0.1:{port}/f")).expect("url")),
+        endpoint: Arc::new(Endpoint::parse(&format!("ftp://{}/f", silent.addr())).expect("url")),
         expect: Probe {
             size: 100,
             ranged: true,
@@ -215,6 +207,5 @@ async fn a_fetch_cancelled_while_its_session_opens_ends_without_it() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     bound.abandon();
     let out = bounded(fetch).await.expect("fetch task");
-    silent.abort();
     assert!(matches!(out, FetchOutcome::Cancelled), "{out:?}");
 }

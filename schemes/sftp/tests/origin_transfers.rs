@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hydra_core::{ByteRange, ConnId, FetchId};
+use hydra_scheme::testing::silent::Silent;
 use hydra_scheme::{
     Endpoint, ErrorKind, FetchEvent, FetchEventKind, FetchOutcome, FetchRequest, MemorySink, Probe,
     RangeBound, RangeWriter, Scheme, Sink, Validator,
@@ -734,19 +735,12 @@ async fn a_fetch_cancelled_while_its_session_opens_ends_without_it() {
     // A server that accepts and never sends its SSH banner (one serving one connection at a
     // time holds the rest so). A fetch cancelled while it waits ends as the engine asked,
     // not with the connect timeout, here longer than the test's bound.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let silent = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((sock, _)) = listener.accept().await {
-            held.push(sock);
-        }
-    });
+    let silent = Silent::start().await.unwrap();
     let scheme = SftpScheme::new(SftpOptions {
         connect_timeout: Duration::from_secs(120),
         ..SftpOptions::default()
     });
-    let ep = Endpoint::parse(&format!("sftp://u:p@127.0.0.1:{port}/data.bin")).unwrap();
+    let ep = Endpoint::parse(&format!("sftp://u:p@{}/data.bin", silent.addr())).unwrap();
     let probe = Probe {
         size: 100,
         ranged: true,
@@ -764,6 +758,5 @@ async fn a_fetch_cancelled_while_its_session_opens_ends_without_it() {
         .await
         .expect("the fetch ended within its bound")
         .unwrap();
-    silent.abort();
     assert!(matches!(out, FetchOutcome::Cancelled), "{out:?}");
 }
