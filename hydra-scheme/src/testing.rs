@@ -1,10 +1,25 @@
 //! Test infrastructure shared by the scheme crates (feature `testing`): a SOCKS5 server on
 //! 127.0.0.1 port 0 that records every CONNECT, so a test can check that a host name reached
 //! the proxy unresolved (remote DNS) and where each connection was sent; an HTTP CONNECT proxy
-//! ([`connect_proxy`]); and a server that never speaks ([`silent`]).
+//! ([`connect_proxy`]); a server that never speaks ([`silent`]); a whole download into memory
+//! ([`download`]); and a probe for fetches made by hand ([`ranged_probe`]).
 
 pub mod connect_proxy;
+pub mod download;
 pub mod silent;
+
+/// What a probe of a `size`-byte object with ranges and no validator sees, at no cost: the
+/// `expect` of a fetch a test makes by hand.
+pub fn ranged_probe(size: u64) -> crate::Probe {
+    crate::Probe {
+        size,
+        ranged: true,
+        validator: None,
+        last_modified: None,
+        connect: std::time::Duration::ZERO,
+        first_byte: std::time::Duration::ZERO,
+    }
+}
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

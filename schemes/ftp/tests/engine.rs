@@ -9,9 +9,10 @@ use faultnet::live::{Proxy, ProxyConfig, ProxyHandle};
 use faultnet::scenario::{Action, Event, Link, Target};
 use faultnet::units::{ByteSize, Dur, Rate};
 use hydra_core::{Concurrency, Config};
+use hydra_scheme::testing::download::{download, Downloaded};
 use hydra_scheme::{
     engine::{Engine, EngineOptions, SourceInput},
-    ByteRange, Endpoint, MemorySink, RangeSet,
+    ByteRange, Endpoint,
 };
 use hydra_scheme_ftp::origin::{object_bytes, Misbehaviour, Origin, OriginConfig};
 use hydra_scheme_ftp::{FtpOptions, FtpScheme};
@@ -87,18 +88,7 @@ async fn ftp_mirrors_survive_a_collapse_byte_exact_and_no_byte_crosses_twice_bey
         },
         ..EngineOptions::default()
     });
-    let run = async {
-        let probed = engine.probe(inputs).await.expect("probe");
-        let sink = Arc::new(MemorySink::new(SIZE as usize));
-        let report = engine
-            .run(&probed, sink.clone(), &RangeSet::new(), None)
-            .await
-            .expect("transfer");
-        (sink.contents(), report)
-    };
-    let (bytes, report) = tokio::time::timeout(Duration::from_secs(90), run)
-        .await
-        .expect("the transfer ended within its bound");
+    let Downloaded { bytes, report } = download(&engine, inputs, Duration::from_secs(90)).await;
     assert!(
         bytes == object_bytes(11, ByteRange::new(0, SIZE)),
         "not byte-exact"
@@ -148,18 +138,9 @@ async fn a_lone_source_on_a_server_allowing_one_session_is_probed_and_downloaded
         let url = format!("ftp://{}/object.bin", origin.addr());
         let input = SourceInput::new(Endpoint::parse(&url).expect("url"), scheme.clone());
         let engine = Engine::new(EngineOptions::default());
-        let run = async {
-            let probed = engine.probe(vec![input]).await.expect("probe");
-            let sink = Arc::new(MemorySink::new(SIZE as usize));
-            engine
-                .run(&probed, sink.clone(), &RangeSet::new(), None)
-                .await
-                .expect("transfer");
-            sink.contents()
-        };
-        let bytes = tokio::time::timeout(Duration::from_secs(60), run)
+        let bytes = download(&engine, vec![input], Duration::from_secs(60))
             .await
-            .expect("the transfer ended within its bound");
+            .bytes;
         assert!(
             bytes == object_bytes(11, ByteRange::new(0, SIZE)),
             "round {round}: not byte-exact"

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hydra_scheme::testing::silent::Silent;
+use hydra_scheme::testing::{ranged_probe, silent::Silent};
 use hydra_scheme::{
     ByteRange, ConnId, Endpoint, ErrorKind, Failure, FetchEvent, FetchId, FetchOutcome,
     FetchRequest, MemorySink, Probe, RangeBound, RangeSet, RangeWriter, Scheme, Sink,
@@ -192,14 +192,7 @@ async fn a_fetch_cancelled_while_its_session_opens_ends_without_it() {
     );
     let req = FetchRequest {
         endpoint: Arc::new(Endpoint::parse(&format!("ftp://{}/f", silent.addr())).expect("url")),
-        expect: Probe {
-            size: 100,
-            ranged: true,
-            validator: None,
-            last_modified: None,
-            connect: Duration::ZERO,
-            first_byte: Duration::ZERO,
-        },
+        expect: ranged_probe(100),
         slot: ConnId(0),
         writer,
     };

@@ -4,9 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use hydra_scheme::testing::download::download;
 use hydra_scheme::{
     engine::{Engine, EngineOptions, SourceInput},
-    Endpoint, MemorySink, RangeSet,
+    Endpoint,
 };
 use hydra_scheme_sftp::origin::{Misbehaviour, Origin, OriginConfig};
 use hydra_scheme_sftp::{HostKeyPolicy, SftpOptions, SftpScheme};
@@ -45,18 +46,9 @@ async fn a_lone_source_on_a_server_allowing_one_connection_is_probed_and_downloa
         let url = origin.url_with_password("/data.bin");
         let input = SourceInput::new(Endpoint::parse(&url).expect("url"), scheme);
         let engine = Engine::new(EngineOptions::default());
-        let run = async {
-            let probed = engine.probe(vec![input]).await.expect("probe");
-            let sink = Arc::new(MemorySink::new(SIZE as usize));
-            engine
-                .run(&probed, sink.clone(), &RangeSet::new(), None)
-                .await
-                .expect("transfer");
-            sink.contents()
-        };
-        let bytes = tokio::time::timeout(Duration::from_secs(60), run)
+        let bytes = download(&engine, vec![input], Duration::from_secs(60))
             .await
-            .expect("the transfer ended within its bound");
+            .bytes;
         assert!(
             bytes == origin.content(0, SIZE),
             "round {round}: not byte-exact"

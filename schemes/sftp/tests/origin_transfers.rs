@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hydra_core::{ByteRange, ConnId, FetchId};
-use hydra_scheme::testing::silent::Silent;
+use hydra_scheme::testing::{ranged_probe, silent::Silent};
 use hydra_scheme::{
     Endpoint, ErrorKind, FetchEvent, FetchEventKind, FetchOutcome, FetchRequest, MemorySink, Probe,
     RangeBound, RangeWriter, Scheme, Sink, Validator,
@@ -741,15 +741,7 @@ async fn a_fetch_cancelled_while_its_session_opens_ends_without_it() {
         ..SftpOptions::default()
     });
     let ep = Endpoint::parse(&format!("sftp://u:p@{}/data.bin", silent.addr())).unwrap();
-    let probe = Probe {
-        size: 100,
-        ranged: true,
-        validator: None,
-        last_modified: None,
-        connect: Duration::ZERO,
-        first_byte: Duration::ZERO,
-    };
-    let f = fetch_of(&ep, &probe, ByteRange::new(10, 20), 0);
+    let f = fetch_of(&ep, &ranged_probe(100), ByteRange::new(10, 20), 0);
     let bound = f.bound.clone();
     let task = tokio::spawn(async move { scheme.fetch(f.request).await });
     tokio::time::sleep(Duration::from_millis(100)).await;
