@@ -39,6 +39,9 @@ struct Link {
     /// The connections its origin answers, the first opened; a request on any other is held
     /// unanswered (a server that serves one connection at a time, the rest in its backlog).
     answers: usize,
+    /// At this time the fetch then on the first connection opened to the source stops
+    /// delivering for good: a flow stuck mid-transfer while the others go on.
+    freezes: Option<Duration>,
 }
 
 #[derive(Debug)]
@@ -101,6 +104,8 @@ fn run(size: u64, links: &[Link], cfg: Config, dead_at: Option<(usize, Duration)
         live: BTreeMap::new(),
         opened: BTreeSet::new(),
         answered: BTreeMap::new(),
+        first_conn: BTreeMap::new(),
+        frozen: BTreeMap::new(),
         ramps: BTreeMap::new(),
         levels: vec![Vec::new(); links.len()],
         trials: vec![Vec::new(); links.len()],
@@ -156,6 +161,10 @@ struct Net<'a> {
     opened: BTreeSet<ConnId>,
     /// Per source, the connections its origin answers.
     answered: BTreeMap<usize, BTreeSet<ConnId>>,
+    /// Per source, the first connection opened to it.
+    first_conn: BTreeMap<usize, ConnId>,
+    /// Per source, the fetch its link froze.
+    frozen: BTreeMap<usize, FetchId>,
     /// First byte of each open connection, for its ramp.
     ramps: BTreeMap<ConnId, Duration>,
     levels: Vec<Vec<usize>>,
@@ -229,6 +238,7 @@ impl Network for Net<'_> {
                 let new = self.opened.insert(conn);
                 if new {
                     self.ramps.remove(&conn);
+                    self.first_conn.entry(source.0 as usize).or_insert(conn);
                 }
                 let weight = if l.weights.is_empty() {
                     1.0
@@ -317,10 +327,18 @@ impl Net<'_> {
     /// connection (the capped flows' leftovers are not redistributed: the tests below cap
     /// only equal flows).
     fn flow(&mut self, sched: &mut Scheduler, src: usize, l: &Link, now: Duration) {
+        if l.freezes.is_some_and(|at| now >= at) && !self.frozen.contains_key(&src) {
+            let first = self.first_conn.get(&src).copied();
+            if let Some((id, _)) = self.live.iter().find(|(_, f)| Some(f.conn) == first) {
+                self.frozen.insert(src, *id);
+            }
+        }
+        let frozen = self.frozen.get(&src).copied();
         let flowing: Vec<FetchId> = self
             .live
             .iter()
             .filter(|(_, f)| f.source == src && f.first_byte_at <= now && f.pos < f.hi)
+            .filter(|(id, _)| Some(**id) != frozen)
             .map(|(id, _)| *id)
             .collect();
         if flowing.is_empty() {
@@ -371,6 +389,7 @@ fn link(capacity_mb: f64, per_conn_mb: f64) -> Link {
         joins_at: Duration::ZERO,
         remembered: None,
         answers: usize::MAX,
+        freezes: None,
     }
 }
 
@@ -479,6 +498,24 @@ fn a_source_that_leaves_its_second_connection_unanswered_keeps_its_first_busy_to
     // The oracle: 5 s of bytes at 4 MB/s, a setup and a round trip; a second request on the
     // warm connection costs one more round trip.
     assert!(r.end < Duration::from_millis(5_150), "{r:?}");
+}
+
+#[test]
+fn a_connection_stuck_beside_delivering_ones_is_replaced_before_the_stall_timeout() {
+    // Four paced connections fill the link; at 3 s one of them stops delivering for good (a
+    // flow stuck mid-transfer). Its rate falls under half its siblings' within a few rate
+    // windows, so its tail goes to a new connection of the same source; the source is not
+    // backed off for the stall timeout (10 s) while its other connections deliver.
+    let l = Link {
+        freezes: Some(Duration::from_secs(3)),
+        ..link(4.0, 1.0)
+    };
+    let r = run(40_000_000, &[l], default_opening(4), None);
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    assert_eq!(r.reasons[0], LimitReason::Ceiling { serving: 4 }, "{r:?}");
+    // The oracle is 10 s of bytes at 4 MB/s; the stuck connection's silence costs its share
+    // of the time it takes to be noticed and replaced (~0.15 s at 1 MB/s).
+    assert!(r.end < Duration::from_millis(10_500), "{r:?}");
 }
 
 #[test]
