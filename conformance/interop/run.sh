@@ -239,6 +239,23 @@ Host interop-alias
     IdentityFile $work/id_agent
     IdentitiesOnly yes
     UserKnownHostsFile $work/known_hosts
+Host interop-bastion
+    HostName 127.0.0.1
+    Port $sp
+    User $user
+    IdentityFile $work/id_ed25519
+    IdentitiesOnly yes
+    UserKnownHostsFile $work/known_hosts
+    StrictHostKeyChecking yes
+    BatchMode yes
+Host interop-behind
+    HostName 127.0.0.1
+    Port $sp
+    User $user
+    IdentityFile $work/id_agent
+    IdentitiesOnly yes
+    UserKnownHostsFile $work/known_hosts
+    ProxyJump interop-bastion
 Host *
     Port 1
     User nobody-here
@@ -259,6 +276,18 @@ if HOME=$work/home SSH_AUTH_SOCK= timeout 60 "$hydra" get -q --timeout 10 -o "$w
 fi
 grep -q "id_agent" "$work/noagent.err" || die "openssh-sftp-alias: the skipped key is not named: $(cat "$work/noagent.err")"
 HOME=$work/home SSH_AUTH_SOCK=$work/agent.sock fetch openssh-sftp-alias "$alias_url" </dev/null
+
+# SFTP through a jump host (ProxyJump): hydra runs `ssh -W` through interop-bastion, configured
+# by the same file, and speaks SSH to interop-behind over its pipes. An `ssh` first on PATH
+# records its arguments, so the fetch cannot pass by dialling the host directly.
+ssh_bin=$(command -v ssh) || die "no ssh client"
+mkdir -p "$work/bin"
+printf '#!/bin/sh\necho "$@" >>"%s"\nexec "%s" "$@"\n' "$work/ssh.calls" "$ssh_bin" >"$work/bin/ssh"
+chmod 755 "$work/bin/ssh"
+PATH=$work/bin:$PATH HOME=$work/home SSH_AUTH_SOCK=$work/agent.sock \
+    fetch openssh-sftp-proxyjump "sftp://interop-behind$work/www/object.bin" </dev/null
+grep -q -- "-W \[127.0.0.1\]:$sp interop-bastion" "$work/ssh.calls" ||
+    die "openssh-sftp-proxyjump: ssh -W through interop-bastion was not run: $(cat "$work/ssh.calls" 2>/dev/null)"
 
 # The same three behind faultnet links (20 ms each way, 3 MB/s each; FTP-aware for vsftpd).
 proxy() { # proxy port, upstream port, extra flags... (runs in this shell, so it is cleaned up)

@@ -12,6 +12,7 @@ mod auth;
 mod error;
 pub mod options;
 pub mod pool;
+mod relay;
 mod scheme;
 mod session;
 pub mod ssh_config;
@@ -25,6 +26,7 @@ pub mod origin;
 
 pub use auth::{KeyCache, PassphrasePrompt, TerminalPrompt};
 pub use options::{HostKeyPolicy, SessionMode, SftpAuth, SftpOptions};
+pub use relay::RelayCommand;
 pub use scheme::{SftpScheme, SftpStats, SFTP_CAPABILITIES};
 pub use session::fingerprint;
 pub use ssh_config::SshConfig;

@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hydra_scheme::{Connector, Endpoint, ErrorKind, Target, TimeoutPhase};
+use hydra_scheme::{BoxedStream, Connector, Endpoint, ErrorKind, Target, TimeoutPhase};
 use russh::client;
 use russh::keys::{HashAlg, PublicKey, PublicKeyOrCertificate};
 use russh_sftp::client::rawsession::Limits;
@@ -15,7 +15,8 @@ use russh_sftp::client::RawSftpSession;
 
 use crate::error::{map_russh, map_sftp};
 use crate::options::{SessionMode, SftpOptions};
-use crate::target::SshTarget;
+use crate::relay::{self, RelayCommand};
+use crate::target::{Given, SshTarget};
 
 /// Size of an `SSH_FXP_DATA` reply's header: length (4), type (1), id (4), data length (4).
 const DATA_HEADER: u32 = 13;
@@ -23,6 +24,9 @@ const DATA_HEADER: u32 = 13;
 /// The client's SFTP packet limit (russh-sftp's `Config::max_packet_len`): a reply longer than
 /// this is refused by the client, so no read may ask for more than this less [`DATA_HEADER`].
 pub(crate) const CLIENT_MAX_PACKET: u32 = 256 * 1024;
+
+/// How long a relay's standard error is waited for, once its connection failed, to say why.
+const RELAY_SETTLE: Duration = Duration::from_millis(500);
 
 /// Which server a session talks to, as whom.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -234,7 +238,16 @@ pub(crate) async fn dial_ssh(
     let ssh_target = SshTarget::of(ep, options)?;
     let known_hosts = ssh_target.known_hosts.value.clone();
     let target = Target::new(key.host.clone(), key.port);
-    let stream = connector.connect(&target).await.map_err(ErrorKind::Io)?;
+    let (stream, tail): (BoxedStream, _) = match &ssh_target.relay {
+        Some(r) => {
+            let (stream, tail) = relay::spawn(&r.value).map_err(ErrorKind::Io)?;
+            (Box::new(stream), Some((tail, r)))
+        }
+        None => (
+            connector.connect(&target).await.map_err(ErrorKind::Io)?,
+            None,
+        ),
+    };
     let verdict = Arc::new(Mutex::new(None));
     let verifier = Verifier {
         host: target.host.clone(),
@@ -263,7 +276,10 @@ pub(crate) async fn dial_ssh(
                     | HostKeyVerdict::Certificate
                     | HostKeyVerdict::Unreadable(_)),
                 ) => host_key_error(&target, &known_hosts, &v),
-                _ => map_russh(e),
+                _ => match tail {
+                    Some((tail, r)) => relay_error(e, tail, r).await,
+                    None => map_russh(e),
+                },
             });
         }
     };
@@ -272,6 +288,22 @@ pub(crate) async fn dial_ssh(
         handle,
         channels: Mutex::new(0),
     }))
+}
+
+/// The SSH handshake failed over a relay: what its command last said on standard error, when
+/// anything, else the SSH error, each naming the option and the line it came from.
+async fn relay_error(e: russh::Error, tail: relay::Tail, r: &Given<RelayCommand>) -> ErrorKind {
+    let why = match tail.settled(RELAY_SETTLE).await {
+        Some(line) => line,
+        None => map_russh(e).to_string(),
+    };
+    ErrorKind::Io(std::io::Error::new(
+        std::io::ErrorKind::ConnectionAborted,
+        format!(
+            "{} (from {}) ended before SSH was up: {why}",
+            r.value, r.source
+        ),
+    ))
 }
 
 /// Opens the `sftp` subsystem on `ssh` and runs INIT (and `limits@openssh.com` when the

@@ -7,9 +7,8 @@
 //! * Options: `HostName` (`%h`, `%%`), `User`, `Port`, `IdentityFile` (every matching one, in
 //!   order; `~` and `%d %h %u %r %p %%` expanded), `IdentitiesOnly`, `UserKnownHostsFile`
 //!   (the first path), `StrictHostKeyChecking` (`yes`/`ask`, `accept-new`, `no`/`off`), and
-//!   `ProxyJump`/`ProxyCommand` (the first of either, `none` turning it off) only to refuse a
-//!   host reached through one: hydra dials hosts directly. Other keywords are read and
-//!   ignored.
+//!   `ProxyCommand` (the rest of its line, as written) or `ProxyJump` (the first of either,
+//!   `none` turning it off; see [`Relay`]). Other keywords are read and ignored.
 //! * `Include FILE...` (relative to `~/.ssh`; `*` and `?` in the file name), at most 16 deep.
 //! * For each option the first value obtained wins, as in OpenSSH.
 //!
@@ -83,12 +82,22 @@ pub(crate) enum Setting {
     IdentitiesOnly(bool),
     UserKnownHostsFile(String),
     StrictHostKeyChecking(StrictHostKeyChecking),
-    /// `ProxyJump` or `ProxyCommand` (the keyword): read so that a host reached through one is
-    /// refused rather than dialled directly; `none` turns it off.
-    Relay {
-        keyword: &'static str,
-        none: bool,
-    },
+    /// `ProxyCommand` or `ProxyJump`.
+    Relay(Relay),
+}
+
+/// How a host is reached when it is not dialled directly: the first `ProxyCommand` or
+/// `ProxyJump` that applies, as OpenSSH takes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Relay {
+    /// `ProxyCommand`: a shell command line whose standard input and output carry the
+    /// connection, `%` tokens not yet expanded.
+    Command(String),
+    /// `ProxyJump`: one or more `[user@]host[:port]` hops (or `ssh://` URIs), comma-separated,
+    /// as written.
+    Jump(String),
+    /// `none`: the host is dialled directly.
+    Direct,
 }
 
 /// One `Match` criterion.
@@ -188,6 +197,13 @@ impl Parser<'_> {
                 file: file.clone(),
                 line: i + 1,
             };
+            if let Some(command) = proxy_command(line) {
+                match command {
+                    Ok(relay) => items.push(Item::Set(Setting::Relay(relay), at)),
+                    Err(why) => self.warn(&at, format!("ProxyCommand: {why}")),
+                }
+                continue;
+            }
             let (keyword, args) = match split_line(line) {
                 Ok(Some(kv)) => kv,
                 Ok(None) => continue,
@@ -255,24 +271,12 @@ impl Parser<'_> {
                 };
                 set(Setting::StrictHostKeyChecking(s))
             }
-            "proxyjump" | "proxycommand" => {
-                let keyword = if keyword.eq_ignore_ascii_case("proxyjump") {
-                    "ProxyJump"
-                } else {
-                    "ProxyCommand"
-                };
-                match args {
-                    [] => Err("missing argument".into()),
-                    [v] if v.eq_ignore_ascii_case("none") => set(Setting::Relay {
-                        keyword,
-                        none: true,
-                    }),
-                    _ => set(Setting::Relay {
-                        keyword,
-                        none: false,
-                    }),
-                }
-            }
+            "proxyjump" => match args {
+                [] => Err("missing argument".into()),
+                [v] if v.eq_ignore_ascii_case("none") => set(Setting::Relay(Relay::Direct)),
+                [v] => set(Setting::Relay(Relay::Jump(v.clone()))),
+                _ => Err(format!("expected one argument, got {}", args.len())),
+            },
             _ => Ok(None),
         }
     }
@@ -397,22 +401,44 @@ fn yes_no(v: &str) -> Result<bool, String> {
 /// arguments split on white space, `"..."` keeping spaces, `#` starting a comment outside
 /// quotes. `Ok(None)` for a blank or comment line.
 pub(crate) fn split_line(line: &str) -> Result<Option<(String, Vec<String>)>, String> {
+    let Some((keyword, rest)) = keyword_and_rest(line) else {
+        return Ok(None);
+    };
+    if keyword.is_empty() {
+        return Err("no keyword before '='".into());
+    }
+    Ok(Some((keyword.to_owned(), split_args(rest)?)))
+}
+
+/// A line's keyword and the rest of it after the separator (blanks, or one `=` among
+/// blanks); `None` for a blank line or a comment.
+fn keyword_and_rest(line: &str) -> Option<(&str, &str)> {
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') {
-        return Ok(None);
+        return None;
     }
     let end = line
         .find(|c: char| c.is_whitespace() || c == '=')
         .unwrap_or(line.len());
-    let keyword = line[..end].to_owned();
     let mut rest = line[end..].trim_start();
     if let Some(r) = rest.strip_prefix('=') {
         rest = r.trim_start();
     }
-    if keyword.is_empty() {
-        return Err("no keyword before '='".into());
+    Some((&line[..end], rest))
+}
+
+/// A `ProxyCommand` line's relay: the rest of the line as written, quotes and `#` included,
+/// as OpenSSH hands it to the shell. `None` for any other line.
+fn proxy_command(line: &str) -> Option<Result<Relay, String>> {
+    let (keyword, rest) = keyword_and_rest(line)?;
+    if !keyword.eq_ignore_ascii_case("proxycommand") {
+        return None;
     }
-    Ok(Some((keyword, split_args(rest)?)))
+    Some(match rest {
+        "" => Err("missing argument".into()),
+        r if r.eq_ignore_ascii_case("none") => Ok(Relay::Direct),
+        r => Ok(Relay::Command(r.to_owned())),
+    })
 }
 
 fn split_args(s: &str) -> Result<Vec<String>, String> {

@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use hydra_scheme::{Endpoint, ErrorKind};
 
 use crate::options::SftpOptions;
+use crate::relay::RelayCommand;
 use crate::ssh_config::{Origin, Query, Resolution, Sourced, StrictHostKeyChecking};
+
+mod proxy;
 
 /// The identities offered when none is configured, as OpenSSH does (those that exist).
 const DEFAULT_IDENTITIES: [&str; 3] = ["id_ed25519", "id_ecdsa", "id_rsa"];
@@ -71,6 +74,9 @@ pub struct SshTarget {
     pub known_hosts: Given<PathBuf>,
     /// Learn the key of a host not yet recorded.
     pub accept_new: bool,
+    /// The command that carries the connection (`ProxyCommand`, `ProxyJump`), when the host
+    /// is not dialled directly.
+    pub relay: Option<Given<RelayCommand>>,
 }
 
 /// What the process environment supplies.
@@ -128,18 +134,6 @@ impl SshTarget {
                 })
             })
             .unwrap_or_default();
-        if let Some(Sourced {
-            value: Some(keyword),
-            at,
-        }) = &r.relay
-        {
-            // Dialled directly, the host would be another one, or none at all.
-            return Err(ErrorKind::Unsupported(format!(
-                "ssh config {at} sets {keyword} for {}: hydra dials SSH hosts directly; reach \
-                 it through --proxy socks5h://HOST:PORT (e.g. `ssh -D PORT jumphost`)",
-                ep.host()
-            )));
-        }
         let host = match &r.host_name {
             Some(h) => given(h.value.clone(), Source::SshConfig(h.at.clone())),
             None => given(ep.host().to_owned(), Source::Url),
@@ -165,6 +159,12 @@ impl SshTarget {
         };
         let identities = identities(options, &r, &tokens);
         let known_hosts = known_hosts(options, &r, &tokens)?;
+        let relay = match &r.relay {
+            Some(Sourced { value, at }) => proxy::command(value, options, ep.host(), &tokens)
+                .map_err(|why| ErrorKind::Unsupported(format!("ssh config {at}: {why}")))?
+                .map(|c| given(c, Source::SshConfig(at.clone()))),
+            None => None,
+        };
         let config_accepts = r
             .strict
             .as_ref()
@@ -177,6 +177,7 @@ impl SshTarget {
             identities_only: r.identities_only.is_some_and(|s| s.value),
             known_hosts,
             accept_new: options.host_keys.accept_new || config_accepts,
+            relay,
         })
     }
 
@@ -187,6 +188,9 @@ impl SshTarget {
             format!("port {} (from {})", self.port.value, self.port.source),
             format!("user {} (from {})", self.user.value, self.user.source),
         ];
+        if let Some(r) = &self.relay {
+            lines.push(format!("reached through {} (from {})", r.value, r.source));
+        }
         for k in &self.identities {
             lines.push(format!("key {} (from {})", k.value.display(), k.source));
         }
@@ -212,12 +216,12 @@ impl SshTarget {
 }
 
 /// The values `%` tokens in paths expand to.
-struct Tokens<'a> {
-    home: Option<&'a Path>,
-    host: &'a str,
-    port: u16,
-    remote_user: &'a str,
-    local_user: &'a str,
+pub(crate) struct Tokens<'a> {
+    pub(crate) home: Option<&'a Path>,
+    pub(crate) host: &'a str,
+    pub(crate) port: u16,
+    pub(crate) remote_user: &'a str,
+    pub(crate) local_user: &'a str,
 }
 
 impl Tokens<'_> {
@@ -419,27 +423,48 @@ Host box
         .map(|e| e.to_string())
     }
 
+    fn relay(url: &str, config: &str) -> Option<Given<RelayCommand>> {
+        resolve(url, &options(config), Path::new("/h")).relay
+    }
+
     #[test]
-    fn a_host_reached_through_proxy_jump_or_proxy_command_is_refused_naming_the_line() {
+    fn a_host_reached_through_proxy_jump_is_reached_by_ssh_w_through_the_jump_host() {
         let jump = "Host other\n  ProxyJump a\nHost box\n  ProxyJump ops@bastion:2222\n";
-        let why = refusal("sftp://box/f", jump).expect("refused");
-        assert!(
-            why.contains("ssh config /cfg:4 sets ProxyJump for box"),
-            "{why}"
+        let r = relay("sftp://box/f", jump).expect("relayed");
+        assert_eq!(r.source.to_string(), "ssh config /cfg:4");
+        assert_eq!(
+            r.value.argv,
+            ["ssh", "-F", "/cfg", "-l", "ops", "-p", "2222", "-W", "[box]:22", "bastion"]
         );
-        assert!(!why.contains("bastion"), "the value is not shown: {why}");
+        assert_eq!(relay("sftp://elsewhere/f", jump), None);
+    }
+
+    #[test]
+    fn a_proxy_command_is_described_by_its_keyword_and_line_never_its_text() {
         let command = "Host *\n  ProxyCommand nc -X 5 -x secret-proxy:1080 %h %p\n";
-        let why = refusal("sftp://box/f", command).expect("refused");
-        assert!(why.contains("/cfg:2 sets ProxyCommand"), "{why}");
-        assert!(!why.contains("secret-proxy"), "{why}");
-        assert_eq!(refusal("sftp://elsewhere/f", jump), None);
+        let t = resolve("sftp://box/f", &options(command), Path::new("/h"));
+        let r = t.relay.as_ref().expect("relayed");
+        assert_eq!(r.value.argv[2], "exec nc -X 5 -x secret-proxy:1080 box 22");
+        let lines = t.describe(false).join("\n");
+        assert!(
+            lines.contains("reached through ProxyCommand (from ssh config /cfg:2)"),
+            "{lines}"
+        );
+        assert!(!lines.contains("secret-proxy"), "{lines}");
+    }
+
+    #[test]
+    fn a_proxy_jump_that_cannot_be_run_is_refused_naming_its_line() {
+        let why =
+            refusal("sftp://box/f", "Host box\n  ProxyJump -oProxyCommand=x\n").expect("refused");
+        assert!(why.contains("ssh config /cfg:2: ProxyJump: "), "{why}");
     }
 
     #[test]
     fn proxy_jump_none_first_lets_a_host_be_dialled_directly() {
         let config = "Host box\n  ProxyJump none\nHost *\n  ProxyJump bastion\n";
-        assert_eq!(refusal("sftp://box/f", config), None);
-        assert!(refusal("sftp://other/f", config).is_some());
+        assert_eq!(relay("sftp://box/f", config), None);
+        assert!(relay("sftp://other/f", config).is_some());
     }
 
     #[test]

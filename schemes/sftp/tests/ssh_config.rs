@@ -212,3 +212,60 @@ async fn an_encrypted_key_with_no_one_to_ask_is_skipped_by_name_never_printing_a
     assert!(shown.contains("no terminal"), "{shown}");
     assert!(!shown.contains("correct horse"), "{shown}");
 }
+
+/// Whether `bash` is here to run the test relay (its `/dev/tcp` connects the command's
+/// pipes to the origin).
+fn bash_relay() -> bool {
+    std::process::Command::new("bash")
+        .args(["-c", "exit 0"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[tokio::test]
+async fn a_host_behind_a_proxy_command_is_downloaded_over_the_command_s_pipes() {
+    if !bash_relay() {
+        eprintln!("skipped: no bash to relay through");
+        return;
+    }
+    let origin = origin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let key = write_key(dir.path(), None);
+    let marker = dir.path().join("relayed");
+    // The relay leaves a mark, then joins its pipes to %h:%p; `%%` stays one percent sign.
+    let extra = format!(
+        "    ProxyCommand bash -c 'echo 100%% > {m}; exec 3<>/dev/tcp/%h/%p; \
+         cat <&3 & exec cat >&3'\n",
+        m = marker.display()
+    );
+    let scheme = SftpScheme::new(options(alias_config(dir.path(), &origin, &key, &extra)));
+    let ep = Endpoint::parse("sftp://alias/data.bin").unwrap();
+    let got = fetch_all(&scheme, &ep).await;
+    assert!(got == origin.content(0, origin.size()), "not byte-exact");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "100%\n");
+}
+
+#[tokio::test]
+async fn a_proxy_command_that_ends_before_ssh_is_up_is_named_with_its_line_and_last_words() {
+    let origin = origin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let key = write_key(dir.path(), None);
+    let extra = "    ProxyCommand sh -c \"echo warming up >&2; echo 'relay: no route to \
+                 bastion-3' >&2; exit 3\"\n";
+    let scheme = SftpScheme::new(options(alias_config(dir.path(), &origin, &key, extra)));
+    let ep = Endpoint::parse("sftp://alias/data.bin").unwrap();
+    let err = tokio::time::timeout(LIMIT, scheme.probe(&ep))
+        .await
+        .expect("probe within the limit")
+        .expect_err("nothing to talk to");
+    let file = dir.path().join("config");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "sftp://alias/data.bin: I/O: ProxyCommand (from ssh config {}:7) ended before SSH was \
+             up: relay: no route to bastion-3",
+            file.display()
+        )
+    );
+    assert_eq!(origin.connections_accepted(), 0);
+}

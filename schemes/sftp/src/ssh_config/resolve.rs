@@ -2,7 +2,7 @@
 //! of each option winning.
 
 use super::pattern::list_matches;
-use super::{Condition, Criterion, Item, Origin, Setting, SshConfig, StrictHostKeyChecking};
+use super::{Condition, Criterion, Item, Origin, Relay, Setting, SshConfig, StrictHostKeyChecking};
 
 /// The host asked for and what is already known of the connection.
 #[derive(Debug, Clone, Copy)]
@@ -41,9 +41,8 @@ pub struct Resolution {
     pub known_hosts: Option<Sourced<String>>,
     /// `StrictHostKeyChecking`.
     pub strict: Option<Sourced<StrictHostKeyChecking>>,
-    /// The first `ProxyJump` or `ProxyCommand` that applies: its keyword, or `None` when it
-    /// says `none`.
-    pub relay: Option<Sourced<Option<&'static str>>>,
+    /// The first `ProxyCommand` or `ProxyJump` that applies.
+    pub relay: Option<Sourced<Relay>>,
 }
 
 impl SshConfig {
@@ -107,9 +106,7 @@ fn apply(r: &mut Resolution, q: &Query<'_>, s: &Setting, at: &Origin) {
         Setting::IdentitiesOnly(b) => first(&mut r.identities_only, b, at),
         Setting::UserKnownHostsFile(f) => first(&mut r.known_hosts, f, at),
         Setting::StrictHostKeyChecking(s) => first(&mut r.strict, s, at),
-        Setting::Relay { keyword, none } => {
-            first(&mut r.relay, &(!none).then_some(*keyword), at);
-        }
+        Setting::Relay(relay) => first(&mut r.relay, relay, at),
     }
 }
 
