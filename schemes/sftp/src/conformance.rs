@@ -39,18 +39,6 @@ pub fn under_test() -> Result<SchemeUnderTest, LiveError> {
 /// The SFTP scheme's known failures, each with why (see `docs/results/conformance.md`).
 fn with_known_failures(sut: SchemeUnderTest) -> SchemeUnderTest {
     sut.known_failure(
-        "coverage_under_reset",
-        "intermittent liveness: after every connection is reset once, progress sometimes \
-         stops for longer than W (3.7 s against 2.6 s seen) before a new session delivers; \
-         to be traced in the SFTP scheme's reconnect path",
-    )
-    .known_failure(
-        "coverage_under_truncation",
-        "intermittent liveness on a loaded machine: 3.85 s without progress against W = \
-         3.19 s after a cut, while a new SSH session was set up (debug build, a full CI \
-         build running alongside); same cause to trace as coverage_under_reset",
-    )
-    .known_failure(
         "preempt_cost",
         "intermittent: the cost is the drain of the reads already in flight, which depends \
          on how far the adaptive window had grown; medians of 0.63 and 0.98 RTT were seen \
