@@ -188,7 +188,7 @@ impl client::Handler for Verifier {
     }
 }
 
-fn host_key_error(target: &Target, file: &Path, v: &HostKeyVerdict) -> ErrorKind {
+fn host_key_error(target: &str, file: &Path, v: &HostKeyVerdict) -> ErrorKind {
     let file = file.display();
     ErrorKind::Protocol(match v {
         HostKeyVerdict::Unknown {
@@ -249,9 +249,14 @@ pub(crate) async fn dial_ssh(
         ),
     };
     let verdict = Arc::new(Mutex::new(None));
+    // Looked up and recorded under the alias alone, as OpenSSH does with `HostKeyAlias`.
+    let (named, shown) = match &ssh_target.host_key_alias {
+        Some(a) => (Target::new(a.value.clone(), 22), a.value.clone()),
+        None => (target.clone(), target.to_string()),
+    };
     let verifier = Verifier {
-        host: target.host.clone(),
-        port: target.port,
+        host: named.host.clone(),
+        port: named.port,
         known_hosts: known_hosts.clone(),
         accept_new: ssh_target.accept_new,
         verdict: verdict.clone(),
@@ -275,7 +280,7 @@ pub(crate) async fn dial_ssh(
                     | HostKeyVerdict::OtherAlgorithm { .. }
                     | HostKeyVerdict::Certificate
                     | HostKeyVerdict::Unreadable(_)),
-                ) => host_key_error(&target, &known_hosts, &v),
+                ) => host_key_error(&shown, &known_hosts, &v),
                 _ => match tail {
                     Some((tail, r)) => relay_error(e, tail, r).await,
                     None => map_russh(e),
@@ -424,7 +429,7 @@ mod tests {
             "{v:?}"
         );
         assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
-        let shown = host_key_error(&Target::new("127.0.0.1", 2222), &file, &v).to_string();
+        let shown = host_key_error("127.0.0.1:2222", &file, &v).to_string();
         assert!(shown.contains("man-in-the-middle"), "{shown}");
     }
 

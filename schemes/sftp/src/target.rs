@@ -74,6 +74,9 @@ pub struct SshTarget {
     pub known_hosts: Given<PathBuf>,
     /// Learn the key of a host not yet recorded.
     pub accept_new: bool,
+    /// The name its key is looked up and recorded under in known_hosts (`HostKeyAlias`, with
+    /// no port, as OpenSSH records it), instead of `[host]:port`.
+    pub host_key_alias: Option<Given<String>>,
     /// The command that carries the connection (`ProxyCommand`, `ProxyJump`), when the host
     /// is not dialled directly.
     pub relay: Option<Given<RelayCommand>>,
@@ -177,6 +180,10 @@ impl SshTarget {
             identities_only: r.identities_only.is_some_and(|s| s.value),
             known_hosts,
             accept_new: options.host_keys.accept_new || config_accepts,
+            host_key_alias: r
+                .host_key_alias
+                .as_ref()
+                .map(|a| given(a.value.clone(), Source::SshConfig(a.at.clone()))),
             relay,
         })
     }
@@ -200,6 +207,12 @@ impl SshTarget {
             } else {
                 "agent keys: all ($SSH_AUTH_SOCK)".to_owned()
             });
+        }
+        if let Some(a) = &self.host_key_alias {
+            lines.push(format!(
+                "host key looked up as {} (from {})",
+                a.value, a.source
+            ));
         }
         lines.push(format!(
             "known_hosts {} (from {}){}",

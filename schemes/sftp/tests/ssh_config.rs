@@ -269,3 +269,29 @@ async fn a_proxy_command_that_ends_before_ssh_is_up_is_named_with_its_line_and_l
     );
     assert_eq!(origin.connections_accepted(), 0);
 }
+
+#[tokio::test]
+async fn a_host_key_alias_is_the_name_the_key_is_looked_up_under() {
+    let origin = origin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let key = write_key(dir.path(), None);
+    let config = alias_config(dir.path(), &origin, &key, "    HostKeyAlias box-key\n");
+    let kh = dir.path().join("known_hosts");
+    let line = origin.known_hosts_line();
+    let (_, host_key) = line.split_once(' ').unwrap();
+    let scheme = SftpScheme::new(options(config));
+    let ep = Endpoint::parse("sftp://alias/data.bin").unwrap();
+    // Recorded under the host and port only: the alias finds nothing, and says so by name.
+    let err = tokio::time::timeout(LIMIT, scheme.probe(&ep))
+        .await
+        .expect("probe within the limit")
+        .expect_err("no key recorded under the alias");
+    assert!(
+        err.to_string().contains("host key of box-key is not in"),
+        "{err}"
+    );
+    // Recorded under the alias alone, as OpenSSH records it.
+    std::fs::write(&kh, format!("box-key {host_key}\n")).unwrap();
+    let got = fetch_all(&scheme, &ep).await;
+    assert!(got == origin.content(0, origin.size()), "not byte-exact");
+}

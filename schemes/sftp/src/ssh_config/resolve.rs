@@ -39,6 +39,8 @@ pub struct Resolution {
     pub identities_only: Option<Sourced<bool>>,
     /// `UserKnownHostsFile` (its first path), unexpanded.
     pub known_hosts: Option<Sourced<String>>,
+    /// `HostKeyAlias`: the name the host's key is looked up and recorded under.
+    pub host_key_alias: Option<Sourced<String>>,
     /// `StrictHostKeyChecking`.
     pub strict: Option<Sourced<StrictHostKeyChecking>>,
     /// The first `ProxyCommand` or `ProxyJump` that applies.
@@ -105,6 +107,7 @@ fn apply(r: &mut Resolution, q: &Query<'_>, s: &Setting, at: &Origin) {
         }),
         Setting::IdentitiesOnly(b) => first(&mut r.identities_only, b, at),
         Setting::UserKnownHostsFile(f) => first(&mut r.known_hosts, f, at),
+        Setting::HostKeyAlias(a) => first(&mut r.host_key_alias, a, at),
         Setting::StrictHostKeyChecking(s) => first(&mut r.strict, s, at),
         Setting::Relay(relay) => first(&mut r.relay, relay, at),
     }
@@ -239,14 +242,16 @@ Match host alias
     }
 
     #[test]
-    fn strict_host_key_checking_and_known_hosts_are_read() {
+    fn strict_host_key_checking_known_hosts_and_host_key_alias_are_read() {
         let r = resolve(
-            "StrictHostKeyChecking accept-new\nUserKnownHostsFile ~/kh /other\n",
+            "StrictHostKeyChecking accept-new\nUserKnownHostsFile ~/kh /other\nHostKeyAlias \
+             box-key\nHostKeyAlias other\n",
             "h",
             None,
         );
         assert_eq!(r.strict.unwrap().value, StrictHostKeyChecking::AcceptNew);
         assert_eq!(r.known_hosts.unwrap().value, "~/kh");
+        assert_eq!(r.host_key_alias.unwrap().value, "box-key");
     }
 
     #[test]
