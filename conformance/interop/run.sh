@@ -256,6 +256,14 @@ Host interop-behind
     IdentitiesOnly yes
     UserKnownHostsFile $work/known_hosts
     ProxyJump interop-bastion
+Host interop-agent
+    HostName 127.0.0.1
+    Port $sp
+    User $user
+    IdentityFile $work/id_agent
+    IdentitiesOnly yes
+    UserKnownHostsFile $work/known_hosts
+    IdentityAgent $work/agent.sock
 Host *
     Port 1
     User nobody-here
@@ -288,6 +296,10 @@ PATH=$work/bin:$PATH HOME=$work/home SSH_AUTH_SOCK=$work/agent.sock \
     fetch openssh-sftp-proxyjump "sftp://interop-behind$work/www/object.bin" </dev/null
 grep -q -- "-W \[127.0.0.1\]:$sp interop-bastion" "$work/ssh.calls" ||
     die "openssh-sftp-proxyjump: ssh -W through interop-bastion was not run: $(cat "$work/ssh.calls" 2>/dev/null)"
+
+# The agent named by IdentityAgent, with SSH_AUTH_SOCK empty: the encrypted key is signed by it.
+HOME=$work/home SSH_AUTH_SOCK= fetch openssh-sftp-identityagent \
+    "sftp://interop-agent$work/www/object.bin" </dev/null
 
 # The same three behind faultnet links (20 ms each way, 3 MB/s each; FTP-aware for vsftpd).
 proxy() { # proxy port, upstream port, extra flags... (runs in this shell, so it is cleaned up)

@@ -16,7 +16,7 @@ use russh::keys::{Algorithm, HashAlg, PrivateKey, PrivateKeyWithHashAlg, PublicK
 use crate::error::map_russh;
 use crate::options::SftpOptions;
 use crate::session::Verifier;
-use crate::target::{Given, SshTarget};
+use crate::target::{Agent, Given, SshTarget};
 
 /// Asks for the passphrase of an encrypted private key.
 pub trait PassphrasePrompt: Send + Sync {
@@ -146,8 +146,12 @@ async fn plan(
 ) -> (Vec<Attempt>, Option<AgentClient<tokio::net::UnixStream>>) {
     let mut agent_keys = Vec::new();
     let mut agent = None;
-    if options.auth.use_agent {
-        match AgentClient::connect_env().await {
+    if options.auth.use_agent && target.agent.value != Agent::Off {
+        let connected = match &target.agent.value {
+            Agent::Socket(path) => AgentClient::connect_uds(path).await,
+            _ => AgentClient::connect_env().await,
+        };
+        match connected {
             Ok(mut a) => match a.request_identities().await {
                 Ok(ids) => {
                     agent_keys = ids
@@ -161,7 +165,7 @@ async fn plan(
                 }
                 Err(e) => tried.push(format!("agent: {e}")),
             },
-            Err(e) => tried.push(format!("agent unavailable ({e})")),
+            Err(e) => tried.push(format!("agent {} unavailable ({e})", target.agent.value)),
         }
     }
     let mut attempts = Vec::new();

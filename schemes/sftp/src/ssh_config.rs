@@ -5,7 +5,7 @@
 //!   criterion (`exec`, `localnetwork`, `tagged`) is never taken, with a warning: its options
 //!   never leak into the block before it.
 //! * Options: `HostName` (`%h`, `%%`), `User`, `Port`, `IdentityFile` (every matching one, in
-//!   order; `~` and `%d %h %u %r %p %%` expanded), `IdentitiesOnly`, `UserKnownHostsFile`
+//!   order; `~` and `%d %h %u %r %p %%` expanded), `IdentitiesOnly`, `IdentityAgent`, `UserKnownHostsFile`
 //!   (the first path), `HostKeyAlias`, `StrictHostKeyChecking` (`yes`/`ask`, `accept-new`, `no`/`off`), and
 //!   `ProxyCommand` (the rest of its line, as written) or `ProxyJump` (the first of either,
 //!   `none` turning it off; see [`Relay`]). Other keywords are read and ignored.
@@ -82,6 +82,7 @@ pub(crate) enum Setting {
     IdentitiesOnly(bool),
     UserKnownHostsFile(String),
     HostKeyAlias(String),
+    IdentityAgent(String),
     StrictHostKeyChecking(StrictHostKeyChecking),
     /// `ProxyCommand` or `ProxyJump`.
     Relay(Relay),
@@ -259,6 +260,7 @@ impl Parser<'_> {
             "identityfile" => set(Setting::IdentityFile(one()?)),
             "identitiesonly" => set(Setting::IdentitiesOnly(yes_no(&one()?)?)),
             "hostkeyalias" => set(Setting::HostKeyAlias(one()?)),
+            "identityagent" => set(Setting::IdentityAgent(one()?)),
             "userknownhostsfile" => match args.first() {
                 Some(f) => set(Setting::UserKnownHostsFile(f.clone())),
                 None => Err("missing argument".into()),
@@ -589,7 +591,7 @@ mod tests {
         #[test]
         fn any_text_parses_to_items_and_warnings_without_panicking(
             lines in prop::collection::vec(
-                "(Host|Match|Port|User|HostName|IdentityFile|IdentitiesOnly|StrictHostKeyChecking|UserKnownHostsFile|HostKeyAlias|ProxyJump|ProxyCommand|Include|X)?[ =\t]{0,2}[!a-z0-9*?,\"'#= \\\\]{0,16}",
+                "(Host|Match|Port|User|HostName|IdentityFile|IdentitiesOnly|StrictHostKeyChecking|UserKnownHostsFile|HostKeyAlias|IdentityAgent|ProxyJump|ProxyCommand|Include|X)?[ =\t]{0,2}[!a-z0-9*?,\"'#= \\\\]{0,16}",
                 0..12,
             )
         ) {

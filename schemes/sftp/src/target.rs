@@ -77,9 +77,32 @@ pub struct SshTarget {
     /// The name its key is looked up and recorded under in known_hosts (`HostKeyAlias`, with
     /// no port, as OpenSSH records it), instead of `[host]:port`.
     pub host_key_alias: Option<Given<String>>,
+    /// The agent asked for keys and signatures (when the options allow an agent at all).
+    pub agent: Given<Agent>,
     /// The command that carries the connection (`ProxyCommand`, `ProxyJump`), when the host
     /// is not dialled directly.
     pub relay: Option<Given<RelayCommand>>,
+}
+
+/// Where the SSH agent listens (`IdentityAgent`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Agent {
+    /// The socket `$SSH_AUTH_SOCK` names.
+    Env,
+    /// This socket.
+    Socket(PathBuf),
+    /// No agent (`IdentityAgent none`).
+    Off,
+}
+
+impl fmt::Display for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Agent::Env => f.write_str("$SSH_AUTH_SOCK"),
+            Agent::Socket(p) => write!(f, "{}", p.display()),
+            Agent::Off => f.write_str("none"),
+        }
+    }
 }
 
 /// What the process environment supplies.
@@ -161,6 +184,15 @@ impl SshTarget {
             local_user: &local_user,
         };
         let identities = identities(options, &r, &tokens);
+        let agent = match &r.identity_agent {
+            Some(a) => given(
+                agent(&a.value, &tokens, |k| std::env::var(k).ok()).map_err(|why| {
+                    ErrorKind::Unsupported(format!("ssh config {}: IdentityAgent: {why}", a.at))
+                })?,
+                Source::SshConfig(a.at.clone()),
+            ),
+            None => given(Agent::Env, Source::Default),
+        };
         let known_hosts = known_hosts(options, &r, &tokens)?;
         let relay = match &r.relay {
             Some(Sourced { value, at }) => proxy::command(value, options, ep.host(), &tokens)
@@ -180,6 +212,7 @@ impl SshTarget {
             identities_only: r.identities_only.is_some_and(|s| s.value),
             known_hosts,
             accept_new: options.host_keys.accept_new || config_accepts,
+            agent,
             host_key_alias: r
                 .host_key_alias
                 .as_ref()
@@ -201,11 +234,12 @@ impl SshTarget {
         for k in &self.identities {
             lines.push(format!("key {} (from {})", k.value.display(), k.source));
         }
-        if agent {
+        if agent && self.agent.value != Agent::Off {
+            let at = format!("{} (from {})", self.agent.value, self.agent.source);
             lines.push(if self.identities_only {
-                "agent keys: only those matching the keys above (IdentitiesOnly)".to_owned()
+                format!("agent keys: only those matching the keys above (IdentitiesOnly), {at}")
             } else {
-                "agent keys: all ($SSH_AUTH_SOCK)".to_owned()
+                format!("agent keys: all, {at}")
             });
         }
         if let Some(a) = &self.host_key_alias {
@@ -269,6 +303,30 @@ impl Tokens<'_> {
         }
         Some(PathBuf::from(out))
     }
+}
+
+/// `IdentityAgent`'s value: `none`, `SSH_AUTH_SOCK`, or a socket path with `${VAR}` (from
+/// `var`), `~` and `%` tokens expanded, as OpenSSH expands it.
+fn agent(raw: &str, t: &Tokens<'_>, var: impl Fn(&str) -> Option<String>) -> Result<Agent, String> {
+    if raw.eq_ignore_ascii_case("none") {
+        return Ok(Agent::Off);
+    }
+    if raw == "SSH_AUTH_SOCK" {
+        return Ok(Agent::Env);
+    }
+    let mut out = String::new();
+    let mut rest = raw;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let end = after.find('}').ok_or("a '${' without '}'")?;
+        let name = &after[..end];
+        out.push_str(&var(name).ok_or_else(|| format!("${{{name}}} is not set"))?);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    let path = t.expand(&out).ok_or("it needs $HOME, which is not set")?;
+    Ok(Agent::Socket(path))
 }
 
 /// The command line's keys, then the configuration's; else the default ones that exist.
@@ -478,6 +536,44 @@ Host box
         let config = "Host box\n  ProxyJump none\nHost *\n  ProxyJump bastion\n";
         assert_eq!(relay("sftp://box/f", config), None);
         assert!(relay("sftp://other/f", config).is_some());
+    }
+
+    #[test]
+    fn identity_agent_is_a_socket_with_variables_home_and_tokens_expanded() {
+        let t = Tokens {
+            home: Some(Path::new("/home/me")),
+            host: "h",
+            port: 1,
+            remote_user: "r",
+            local_user: "l",
+        };
+        let var = |k: &str| (k == "XDG_RUNTIME_DIR").then(|| "/run/user/7".to_owned());
+        let got = agent("${XDG_RUNTIME_DIR}/gnupg/S.%u", &t, var).unwrap();
+        assert_eq!(got, Agent::Socket("/run/user/7/gnupg/S.l".into()));
+        let got = agent("~/.1password/agent.sock", &t, var).unwrap();
+        assert_eq!(got, Agent::Socket("/home/me/.1password/agent.sock".into()));
+        assert_eq!(agent("none", &t, var).unwrap(), Agent::Off);
+        assert_eq!(agent("SSH_AUTH_SOCK", &t, var).unwrap(), Agent::Env);
+        assert_eq!(
+            agent("${NOPE}/s", &t, var).unwrap_err(),
+            "${NOPE} is not set"
+        );
+        assert!(agent("${OPEN/s", &t, var).is_err());
+    }
+
+    #[test]
+    fn the_agent_is_the_environment_s_unless_the_config_names_one() {
+        let t = resolve("sftp://box/f", &options(ALIAS), Path::new("/h"));
+        assert_eq!(t.agent.value, Agent::Env);
+        let config = "Host box\n  IdentityAgent /tmp/agent.sock\n";
+        let t = resolve("sftp://box/f", &options(config), Path::new("/h"));
+        assert_eq!(t.agent.value, Agent::Socket("/tmp/agent.sock".into()));
+        assert_eq!(t.agent.source.to_string(), "ssh config /cfg:2");
+        let lines = t.describe(true).join("\n");
+        assert!(
+            lines.contains("agent keys: all, /tmp/agent.sock (from ssh config /cfg:2)"),
+            "{lines}"
+        );
     }
 
     #[test]

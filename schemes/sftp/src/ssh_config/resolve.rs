@@ -41,6 +41,8 @@ pub struct Resolution {
     pub known_hosts: Option<Sourced<String>>,
     /// `HostKeyAlias`: the name the host's key is looked up and recorded under.
     pub host_key_alias: Option<Sourced<String>>,
+    /// `IdentityAgent`, unexpanded: a socket path, `SSH_AUTH_SOCK` or `none`.
+    pub identity_agent: Option<Sourced<String>>,
     /// `StrictHostKeyChecking`.
     pub strict: Option<Sourced<StrictHostKeyChecking>>,
     /// The first `ProxyCommand` or `ProxyJump` that applies.
@@ -108,6 +110,7 @@ fn apply(r: &mut Resolution, q: &Query<'_>, s: &Setting, at: &Origin) {
         Setting::IdentitiesOnly(b) => first(&mut r.identities_only, b, at),
         Setting::UserKnownHostsFile(f) => first(&mut r.known_hosts, f, at),
         Setting::HostKeyAlias(a) => first(&mut r.host_key_alias, a, at),
+        Setting::IdentityAgent(a) => first(&mut r.identity_agent, a, at),
         Setting::StrictHostKeyChecking(s) => first(&mut r.strict, s, at),
         Setting::Relay(relay) => first(&mut r.relay, relay, at),
     }
