@@ -280,29 +280,41 @@ impl Tokens<'_> {
             None if raw == "~" => self.home?.display().to_string(),
             None => raw.to_owned(),
         };
-        let mut out = String::new();
-        let mut chars = raw.chars();
-        while let Some(c) = chars.next() {
-            if c != '%' {
-                out.push(c);
-                continue;
-            }
-            match chars.next() {
-                Some('d') => out.push_str(&self.home?.display().to_string()),
-                Some('h') => out.push_str(self.host),
-                Some('p') => out.push_str(&self.port.to_string()),
-                Some('r') => out.push_str(self.remote_user),
-                Some('u') => out.push_str(self.local_user),
-                Some('%') => out.push('%'),
-                Some(o) => {
-                    out.push('%');
-                    out.push(o);
-                }
-                None => out.push('%'),
-            }
-        }
+        let out = percent(&raw, |token| {
+            Ok::<_, ()>(match token {
+                Some('d') => self.home.ok_or(())?.display().to_string(),
+                Some('h') => self.host.to_owned(),
+                Some('p') => self.port.to_string(),
+                Some('r') => self.remote_user.to_owned(),
+                Some('u') => self.local_user.to_owned(),
+                Some(o) => format!("%{o}"),
+                None => "%".to_owned(),
+            })
+        })
+        .ok()?;
         Some(PathBuf::from(out))
     }
+}
+
+/// `raw` with each `%c` replaced by `token(Some(c))`, a `%` ending it by `token(None)`, and
+/// `%%` by a percent sign; the first error `token` gives stops it.
+pub(crate) fn percent<E>(
+    raw: &str,
+    mut token: impl FnMut(Option<char>) -> Result<String, E>,
+) -> Result<String, E> {
+    let mut out = String::new();
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('%') => out.push('%'),
+            next => out.push_str(&token(next)?),
+        }
+    }
+    Ok(out)
 }
 
 /// `IdentityAgent`'s value: `none`, `SSH_AUTH_SOCK`, or a socket path with `${VAR}` (from

@@ -7,7 +7,7 @@
 //!   `[user@]host[:port]` or `ssh://[user@]host[:port]`; a hop that would read as an option
 //!   (a leading `-`) is refused.
 
-use super::Tokens;
+use super::{percent, Tokens};
 use crate::options::SftpOptions;
 use crate::relay::RelayCommand;
 use crate::ssh_config::Relay;
@@ -105,24 +105,14 @@ fn hop(spec: &str) -> Result<Hop<'_>, String> {
 /// `ProxyCommand`'s tokens: `%h` the host to reach (after `HostName`), `%n` the host as
 /// given, `%p` the port, `%r` the remote user, `%%` a percent sign.
 fn expand(line: &str, original: &str, t: &Tokens<'_>) -> Result<String, String> {
-    let mut out = String::new();
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('h') => out.push_str(t.host),
-            Some('n') => out.push_str(original),
-            Some('p') => out.push_str(&t.port.to_string()),
-            Some('r') => out.push_str(t.remote_user),
-            Some('%') => out.push('%'),
-            Some(o) => return Err(format!("ProxyCommand: unknown token %{o}")),
-            None => return Err("ProxyCommand: a '%' ends the line".into()),
-        }
-    }
-    Ok(out)
+    percent(line, |token| match token {
+        Some('h') => Ok(t.host.to_owned()),
+        Some('n') => Ok(original.to_owned()),
+        Some('p') => Ok(t.port.to_string()),
+        Some('r') => Ok(t.remote_user.to_owned()),
+        Some(o) => Err(format!("ProxyCommand: unknown token %{o}")),
+        None => Err("ProxyCommand: a '%' ends the line".into()),
+    })
 }
 
 #[cfg(test)]
