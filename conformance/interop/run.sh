@@ -226,44 +226,28 @@ fetch all-three-as-mirrors "${sftp_flags[@]}" "$http_url" "$ftp_url" "$sftp_url"
 
 # SFTP by an ssh config alias: host (HostName), port, user, key and known_hosts come from
 # ~/.ssh/config of a temporary HOME alone; the key is passphrase-protected and signed by an
-# ssh-agent that holds it (loaded through SSH_ASKPASS). `Host *` after the alias sets a port
-# nothing listens on: the first value obtained must win.
+# ssh-agent that holds it (loaded through SSH_ASKPASS). Each host's own block comes first, a
+# shared `Host interop-*` block next, and `Host *` last sets a port nothing listens on: the
+# first value obtained must win.
 ssh-keygen -q -t ed25519 -N 'interop-passphrase' -f "$work/id_agent"
 cat "$work/id_agent.pub" >>"$work/authorized_keys"
 mkdir -p "$work/home/.ssh"
 cat >"$work/home/.ssh/config" <<CONF
-Host interop-alias
-    HostName 127.0.0.1
-    Port $sp
-    User $user
-    IdentityFile $work/id_agent
-    IdentitiesOnly yes
-    UserKnownHostsFile $work/known_hosts
-Host interop-bastion
-    HostName 127.0.0.1
-    Port $sp
-    User $user
-    IdentityFile $work/id_ed25519
-    IdentitiesOnly yes
-    UserKnownHostsFile $work/known_hosts
-    StrictHostKeyChecking yes
-    BatchMode yes
 Host interop-behind
-    HostName 127.0.0.1
-    Port $sp
-    User $user
-    IdentityFile $work/id_agent
-    IdentitiesOnly yes
-    UserKnownHostsFile $work/known_hosts
     ProxyJump interop-bastion
 Host interop-agent
+    IdentityAgent $work/agent.sock
+Host interop-bastion
+    IdentityFile $work/id_ed25519
+    StrictHostKeyChecking yes
+    BatchMode yes
+Host interop-*
     HostName 127.0.0.1
     Port $sp
     User $user
     IdentityFile $work/id_agent
     IdentitiesOnly yes
     UserKnownHostsFile $work/known_hosts
-    IdentityAgent $work/agent.sock
 Host *
     Port 1
     User nobody-here
