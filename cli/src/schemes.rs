@@ -4,7 +4,7 @@
 mod builtin;
 
 pub use builtin::SshConfig;
-pub(crate) use builtin::{explain_sftp, load_ssh_config, parse_header, ExtraHeader};
+pub(crate) use builtin::{explain_sftp, load_ssh_config, parse_header, sftp_relay, ExtraHeader};
 
 use crate::exit::Exit;
 use clap::Args;
@@ -138,10 +138,12 @@ pub fn route_of(rules: &ProxyRules, endpoint: &Endpoint) -> Route {
 }
 
 /// The proxy rules' warnings (unless quiet) and, with `-v`, how each source is reached
-/// (`source 2 (ftp://h/f): proxy http://p:3128 from ALL_PROXY`), on stderr.
+/// (`source 2 (ftp://h/f): proxy http://p:3128 from ALL_PROXY`; an SFTP host its ssh config
+/// relays, as `relay` words it), on stderr.
 pub(crate) fn explain_proxies(
     rules: &ProxyRules,
     inputs: &[hydra_scheme::engine::SourceInput],
+    relay: impl Fn(&Endpoint) -> Option<String>,
     ui: crate::ui::Ui,
 ) {
     if !ui.quiet {
@@ -155,7 +157,8 @@ pub(crate) fn explain_proxies(
     for (i, input) in inputs.iter().enumerate() {
         let url = input.endpoint.to_string();
         let shown = hydra_scheme::text::for_people(&url);
-        let route = route_of(rules, &input.endpoint);
+        let route =
+            relay(&input.endpoint).unwrap_or_else(|| route_of(rules, &input.endpoint).to_string());
         eprintln!("hydra: source {} ({shown}): {route}", i + 1);
     }
 }

@@ -474,3 +474,49 @@ async fn sftp_without_home_or_known_hosts_is_refused_and_nothing_is_written_here
         "written beside the working directory: {left:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_command_is_named_by_its_line_and_its_text_is_never_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let config = dir.path().join("ssh_config");
+    // The text after `#` is a shell comment the relay never runs; it stands for a proxy's
+    // credentials written on the line.
+    std::fs::write(
+        &config,
+        format!(
+            "Host relayed\n  HostName 127.0.0.1\n  Port 1\n  ProxyCommand sh -c \
+             'echo relay: no route >&2; exit 3' # {PASSWORD}\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("f");
+    let a = args(&[
+        "get",
+        "-v",
+        "--ssh-config",
+        &path(&config),
+        "sftp://relayed/x",
+        "-o",
+        &path(&out),
+        "--timeout",
+        "5",
+    ]);
+    let o = traced(&a, &state).await;
+    assert_unseen("ProxyCommand", &o, 3);
+    let err = stderr(&o);
+    let at = format!("ssh config {}:4", config.display());
+    assert!(
+        err.contains(&format!(
+            "source 1 (sftp://relayed/x): through ProxyCommand (from {at}); proxies do not apply"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "ProxyCommand (from {at}) ended before SSH was up: relay: no route"
+        )),
+        "{err}"
+    );
+    assert!(!out.exists(), "no output for a failed download");
+}

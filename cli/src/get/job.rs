@@ -36,7 +36,8 @@ pub(super) fn job(args: &GetArgs, ui: Ui) -> Result<(Job, Option<Memory>), Failu
         crate::schemes::explain_sftp(&net, &endpoints);
     }
     let proxies = net.proxy_rules();
-    crate::schemes::explain_proxies(&proxies, &inputs, ui);
+    let relay = |ep: &hydra_scheme::Endpoint| crate::schemes::sftp_relay(&net, ep);
+    crate::schemes::explain_proxies(&proxies, &inputs, relay, ui);
     let output = match &args.output {
         Some(o) => match &args.directory {
             Some(d) if o.is_relative() => d.join(o),

@@ -169,6 +169,27 @@ pub(crate) fn explain_sftp(net: &NetOptions, endpoints: &[&hydra_scheme::Endpoin
     }
 }
 
+/// For `hydra get -v`: how an SFTP source its ssh config relays is reached, instead of a
+/// proxy route (`ProxyCommand`/`ProxyJump` replace the dial that proxies apply to).
+#[cfg(feature = "sftp")]
+pub(crate) fn sftp_relay(net: &NetOptions, ep: &hydra_scheme::Endpoint) -> Option<String> {
+    if ep.url_scheme() != "sftp" {
+        return None;
+    }
+    let t = hydra_scheme_sftp::SshTarget::of(ep, &sftp_options(net)).ok()?;
+    let r = t.relay?;
+    Some(format!(
+        "through {} (from {}); proxies do not apply",
+        r.value, r.source
+    ))
+}
+
+/// Without the `sftp` feature no source is relayed.
+#[cfg(not(feature = "sftp"))]
+pub(crate) fn sftp_relay(_: &NetOptions, _: &hydra_scheme::Endpoint) -> Option<String> {
+    None
+}
+
 /// Without the `sftp` feature there is no SFTP source to explain.
 #[cfg(not(feature = "sftp"))]
 pub(crate) fn explain_sftp(_: &NetOptions, _: &[&hydra_scheme::Endpoint]) {}
