@@ -18,13 +18,24 @@ use tokio::sync::watch;
 /// The longest standard-error line kept, in characters.
 const TAIL_CHARS: usize = 200;
 
-/// What carries a connection to a host that is not dialled directly.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What carries a connection to a host that is not dialled directly. `Debug` shows the
+/// program, not its arguments.
+#[derive(Clone, PartialEq, Eq)]
 pub struct RelayCommand {
     /// The program and its arguments.
     pub argv: Vec<String>,
     /// The option it comes from, `ProxyCommand` or `ProxyJump`, for messages.
     pub keyword: &'static str,
+}
+
+impl fmt::Debug for RelayCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RelayCommand")
+            .field("keyword", &self.keyword)
+            .field("program", &self.argv.first())
+            .field("args", &self.argv.len().saturating_sub(1))
+            .finish()
+    }
 }
 
 impl fmt::Display for RelayCommand {
