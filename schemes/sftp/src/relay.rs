@@ -53,11 +53,23 @@ pub(crate) struct Tail {
 }
 
 impl Tail {
-    /// The last line once standard error has ended, or as it stands after `within`.
-    pub(crate) async fn settled(mut self, within: Duration) -> Option<String> {
-        let _ = tokio::time::timeout(within, self.ended.wait_for(|e| *e)).await;
-        self.last.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    /// The last line once standard error has ended (`ended`), or as it stands after `within`.
+    pub(crate) async fn settled(mut self, within: Duration) -> Settled {
+        let ended = tokio::time::timeout(within, self.ended.wait_for(|e| *e))
+            .await
+            .is_ok_and(|r| r.is_ok());
+        let last = self.last.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        Settled { last, ended }
     }
+}
+
+/// What a command's standard error came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Settled {
+    /// Its last non-empty line.
+    pub last: Option<String>,
+    /// Whether it had ended (the command exited, or closed it).
+    pub ended: bool,
 }
 
 /// The running command as a byte stream: reads are its standard output, writes its standard

@@ -295,19 +295,24 @@ pub(crate) async fn dial_ssh(
     }))
 }
 
-/// The SSH handshake failed over a relay: what its command last said on standard error, when
-/// anything, else the SSH error, each naming the option and the line it came from.
+/// The SSH handshake failed over a relay, naming the option and its line: a command that
+/// ended, by the last line it wrote on standard error (its reason, as `ssh` shows it); one
+/// still running, by the SSH error, with that line when there is one.
 async fn relay_error(e: russh::Error, tail: relay::Tail, r: &Given<RelayCommand>) -> ErrorKind {
-    let why = match tail.settled(RELAY_SETTLE).await {
-        Some(line) => line,
-        None => map_russh(e).to_string(),
+    let said = tail.settled(RELAY_SETTLE).await;
+    let why = match (said.ended, said.last) {
+        (true, Some(line)) => format!("ended before SSH was up: {line}"),
+        (_, last) => {
+            let mut why = format!("carried no SSH: {}", map_russh(e));
+            if let Some(line) = last {
+                why.push_str(&format!(" (its last words: {line})"));
+            }
+            why
+        }
     };
     ErrorKind::Io(std::io::Error::new(
         std::io::ErrorKind::ConnectionAborted,
-        format!(
-            "{} (from {}) ended before SSH was up: {why}",
-            r.value, r.source
-        ),
+        format!("{} (from {}) {why}", r.value, r.source),
     ))
 }
 

@@ -295,3 +295,24 @@ async fn a_host_key_alias_is_the_name_the_key_is_looked_up_under() {
     let got = fetch_all(&scheme, &ep).await;
     assert!(got == origin.content(0, origin.size()), "not byte-exact");
 }
+
+#[tokio::test]
+async fn a_proxy_command_still_running_that_speaks_no_ssh_is_named_with_the_ssh_error() {
+    let origin = origin().await;
+    let dir = tempfile::tempdir().unwrap();
+    let key = write_key(dir.path(), None);
+    // A version line, then bytes that read as a packet far too long.
+    let extra = "    ProxyCommand sh -c \"echo 'relay: warming up' >&2; echo SSH-2.0-bogus; \
+                 printf AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA; sleep 20\"\n";
+    let scheme = SftpScheme::new(options(alias_config(dir.path(), &origin, &key, extra)));
+    let ep = Endpoint::parse("sftp://alias/data.bin").unwrap();
+    let err = tokio::time::timeout(LIMIT, scheme.probe(&ep))
+        .await
+        .expect("probe within the limit")
+        .expect_err("no SSH server behind it")
+        .to_string();
+    let file = dir.path().join("config");
+    let head = format!("ProxyCommand (from ssh config {}:7) carried no SSH: ", file.display());
+    assert!(err.contains(&head), "{err}");
+    assert!(err.ends_with(" (its last words: relay: warming up)"), "{err}");
+}
