@@ -7,6 +7,7 @@
 use std::fmt;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -45,21 +46,22 @@ impl fmt::Display for RelayCommand {
     }
 }
 
-/// The command's standard error: its last non-empty line, and whether it has ended.
+/// The command's standard error: its last non-empty line, and whether it has ended; and
+/// whether the command closed its end of the pipes (it exited, or gave up the connection).
 #[derive(Debug, Clone)]
 pub(crate) struct Tail {
     last: Arc<Mutex<Option<String>>>,
     ended: watch::Receiver<bool>,
+    exited: Arc<AtomicBool>,
 }
 
 impl Tail {
-    /// The last line once standard error has ended (`ended`), or as it stands after `within`.
+    /// The last line once standard error has ended, or as it stands after `within`.
     pub(crate) async fn settled(mut self, within: Duration) -> Settled {
-        let ended = tokio::time::timeout(within, self.ended.wait_for(|e| *e))
-            .await
-            .is_ok_and(|r| r.is_ok());
+        let _ = tokio::time::timeout(within, self.ended.wait_for(|e| *e)).await;
         let last = self.last.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        Settled { last, ended }
+        let exited = self.exited.load(Ordering::Acquire);
+        Settled { last, exited }
     }
 }
 
@@ -68,8 +70,9 @@ impl Tail {
 pub(crate) struct Settled {
     /// Its last non-empty line.
     pub last: Option<String>,
-    /// Whether it had ended (the command exited, or closed it).
-    pub ended: bool,
+    /// Whether the command closed its end: the end of its output was read, or a write found
+    /// its input closed.
+    pub exited: bool,
 }
 
 /// The running command as a byte stream: reads are its standard output, writes its standard
@@ -79,6 +82,7 @@ pub(crate) struct RelayStream {
     _child: Child,
     stdin: ChildStdin,
     stdout: ChildStdout,
+    exited: Arc<AtomicBool>,
 }
 
 /// Starts `cmd`; its stream and its standard error's [`Tail`].
@@ -113,12 +117,21 @@ pub(crate) fn spawn(cmd: &RelayCommand) -> io::Result<(RelayStream, Tail)> {
         }
         let _ = done.send(true);
     });
+    let exited = Arc::new(AtomicBool::new(false));
     let stream = RelayStream {
         _child: child,
         stdin,
         stdout,
+        exited: exited.clone(),
     };
-    Ok((stream, Tail { last, ended }))
+    Ok((
+        stream,
+        Tail {
+            last,
+            ended,
+            exited,
+        },
+    ))
 }
 
 impl AsyncRead for RelayStream {
@@ -127,7 +140,12 @@ impl AsyncRead for RelayStream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stdout).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.stdout).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() == before {
+            self.exited.store(true, Ordering::Release);
+        }
+        polled
     }
 }
 
@@ -137,7 +155,11 @@ impl AsyncWrite for RelayStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stdin).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.stdin).poll_write(cx, buf);
+        if matches!(&polled, Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::BrokenPipe) {
+            self.exited.store(true, Ordering::Release);
+        }
+        polled
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -312,7 +312,13 @@ async fn a_proxy_command_still_running_that_speaks_no_ssh_is_named_with_the_ssh_
         .expect_err("no SSH server behind it")
         .to_string();
     let file = dir.path().join("config");
-    let head = format!("ProxyCommand (from ssh config {}:7) carried no SSH: ", file.display());
+    let head = format!(
+        "ProxyCommand (from ssh config {}:7) carried no SSH: ",
+        file.display()
+    );
     assert!(err.contains(&head), "{err}");
-    assert!(err.ends_with(" (its last words: relay: warming up)"), "{err}");
+    assert!(
+        err.ends_with(" (its last words: relay: warming up)"),
+        "{err}"
+    );
 }
