@@ -120,7 +120,8 @@ impl Scheduler {
     }
 
     /// A connection's rate on `src` as measured, else as an earlier transfer from its host
-    /// remembered it ([`Remembered::conn_rate`](crate::Remembered::conn_rate)), positive and finite; `None` when neither.
+    /// remembered it ([`Remembered::conn_rate`](crate::Remembered::conn_rate)), positive and
+    /// finite; `None` when neither.
     pub(super) fn known_rate(&self, src: SourceId) -> Option<f64> {
         let usable = |r: &f64| r.is_finite() && *r > 0.0;
         self.conn_rate(src).filter(usable).or_else(|| {

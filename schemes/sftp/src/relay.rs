@@ -52,7 +52,7 @@ impl fmt::Display for RelayCommand {
 pub(crate) struct Tail {
     last: Arc<Mutex<Option<String>>>,
     ended: watch::Receiver<bool>,
-    exited: Arc<AtomicBool>,
+    closed: Arc<AtomicBool>,
 }
 
 impl Tail {
@@ -60,8 +60,8 @@ impl Tail {
     pub(crate) async fn settled(mut self, within: Duration) -> Settled {
         let _ = tokio::time::timeout(within, self.ended.wait_for(|e| *e)).await;
         let last = self.last.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let exited = self.exited.load(Ordering::Acquire);
-        Settled { last, exited }
+        let closed = self.closed.load(Ordering::Acquire);
+        Settled { last, closed }
     }
 }
 
@@ -72,7 +72,7 @@ pub(crate) struct Settled {
     pub last: Option<String>,
     /// Whether the command closed its end: the end of its output was read, or a write found
     /// its input closed.
-    pub exited: bool,
+    pub closed: bool,
 }
 
 /// The running command as a byte stream: reads are its standard output, writes its standard
@@ -82,7 +82,7 @@ pub(crate) struct RelayStream {
     _child: Child,
     stdin: ChildStdin,
     stdout: ChildStdout,
-    exited: Arc<AtomicBool>,
+    closed: Arc<AtomicBool>,
 }
 
 /// Starts `cmd`; its stream and its standard error's [`Tail`].
@@ -117,19 +117,19 @@ pub(crate) fn spawn(cmd: &RelayCommand) -> io::Result<(RelayStream, Tail)> {
         }
         let _ = done.send(true);
     });
-    let exited = Arc::new(AtomicBool::new(false));
+    let closed = Arc::new(AtomicBool::new(false));
     let stream = RelayStream {
         _child: child,
         stdin,
         stdout,
-        exited: exited.clone(),
+        closed: closed.clone(),
     };
     Ok((
         stream,
         Tail {
             last,
             ended,
-            exited,
+            closed,
         },
     ))
 }
@@ -143,7 +143,7 @@ impl AsyncRead for RelayStream {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.stdout).poll_read(cx, buf);
         if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() == before {
-            self.exited.store(true, Ordering::Release);
+            self.closed.store(true, Ordering::Release);
         }
         polled
     }
@@ -157,7 +157,7 @@ impl AsyncWrite for RelayStream {
     ) -> Poll<io::Result<usize>> {
         let polled = Pin::new(&mut self.stdin).poll_write(cx, buf);
         if matches!(&polled, Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::BrokenPipe) {
-            self.exited.store(true, Ordering::Release);
+            self.closed.store(true, Ordering::Release);
         }
         polled
     }

@@ -300,7 +300,7 @@ pub(crate) async fn dial_ssh(
 /// still running, by the SSH error, with that line when there is one.
 async fn relay_error(e: russh::Error, tail: relay::Tail, r: &Given<RelayCommand>) -> ErrorKind {
     let said = tail.settled(RELAY_SETTLE).await;
-    let why = match (said.exited, said.last) {
+    let why = match (said.closed, said.last) {
         (true, Some(line)) => format!("ended before SSH was up: {line}"),
         (_, last) => {
             let mut why = format!("carried no SSH: {}", map_russh(e));

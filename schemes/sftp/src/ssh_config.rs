@@ -5,10 +5,11 @@
 //!   criterion (`exec`, `localnetwork`, `tagged`) is never taken, with a warning: its options
 //!   never leak into the block before it.
 //! * Options: `HostName` (`%h`, `%%`), `User`, `Port`, `IdentityFile` (every matching one, in
-//!   order; `~` and `%d %h %u %r %p %%` expanded), `IdentitiesOnly`, `IdentityAgent`, `UserKnownHostsFile`
-//!   (the first path), `HostKeyAlias`, `StrictHostKeyChecking` (`yes`/`ask`, `accept-new`, `no`/`off`), and
-//!   `ProxyCommand` (the rest of its line, as written) or `ProxyJump` (the first of either,
-//!   `none` turning it off; see [`Relay`]). Other keywords are read and ignored.
+//!   order; `~` and `%d %h %u %r %p %%` expanded), `IdentitiesOnly`, `IdentityAgent`,
+//!   `UserKnownHostsFile` (the first path), `HostKeyAlias`, `StrictHostKeyChecking`
+//!   (`yes`/`ask`, `accept-new`, `no`/`off`), and `ProxyCommand` (the rest of its line, as
+//!   written) or `ProxyJump` (the first of either, `none` turning it off; see [`Relay`]).
+//!   Other keywords are read and ignored.
 //! * `Include FILE...` (relative to `~/.ssh`; `*` and `?` in the file name), at most 16 deep.
 //! * For each option the first value obtained wins, as in OpenSSH.
 //!

@@ -1,9 +1,9 @@
 //! The trials: each sets up origins behind faultnet, drives the engine (or the scheme
 //! directly), and turns what it saw into an [`Outcome`]. This module holds the catalogue
 //! (names, gates, dispatch) and what every trial shares; each family is a file:
-//! [`coverage`](mod@coverage) (complete under wire faults), [`liveness`] (every source dead, then a resume),
-//! [`bad_server`] (origins and wires that misbehave after the probe), [`capability`] (what a
-//! scheme declares, checked against what the engine asks of it).
+//! [`coverage`](mod@coverage) (complete under wire faults), [`liveness`] (every source dead,
+//! then a resume), [`bad_server`] (origins and wires that misbehave after the probe),
+//! [`capability`] (what a scheme declares, checked against what the engine asks of it).
 
 mod bad_server;
 mod capability;
