@@ -827,7 +827,10 @@ fn setup_cost_after(session: Session, wait: Duration) -> Option<Duration> {
 #[test]
 fn a_primed_first_byte_gives_no_setup_cost_sample_while_a_new_session_does() {
     let wait = Duration::from_millis(50);
-    assert_eq!(setup_cost_after(Session::Primed, wait), None);
+    let primed = Session::Primed {
+        arriving: Duration::ZERO,
+    };
+    assert_eq!(setup_cost_after(primed, wait), None);
     assert_eq!(setup_cost_after(Session::New, wait), Some(wait));
 }
 

@@ -20,8 +20,14 @@ pub enum Session {
     /// A pooled connection.
     Reused,
     /// A response already under way when the fetch began (a primed probe continued as the
-    /// fetch): its first byte says nothing about setup cost, so it gives no δ sample.
-    Primed,
+    /// fetch): its first byte says nothing about setup cost, so it gives no δ sample. What
+    /// arrived over `arriving` before the first byte was reported (what the transport
+    /// buffered meanwhile) is counted in its first rate window as delivered over that much
+    /// longer.
+    Primed {
+        /// How long its response had been arriving before the first byte was reported.
+        arriving: Duration,
+    },
 }
 
 /// The shortest time a fetch that ended unmeasured is taken to have delivered its bytes in:
@@ -50,9 +56,9 @@ impl Scheduler {
         match session {
             Session::New => s.delta_new.add(d),
             Session::Reused => s.delta_reused.add(d),
-            Session::Primed => {}
+            Session::Primed { arriving } => f.arriving_before = arriving,
         }
-        if after_stop && session != Session::Primed {
+        if after_stop && !matches!(session, Session::Primed { .. }) {
             s.stop_keeps_session = session == Session::Reused;
         }
     }

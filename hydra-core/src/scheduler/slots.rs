@@ -89,6 +89,7 @@ impl Scheduler {
             last_data_at: now,
             window_start: now,
             window_bytes: 0,
+            arriving_before: Duration::ZERO,
             detector: CollapseDetector::new(self.cfg.detector),
         });
         self.stats.requests += 1;

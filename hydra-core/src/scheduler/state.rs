@@ -35,6 +35,10 @@ pub(super) struct Fetch {
     pub(super) last_data_at: Duration,
     pub(super) window_start: Duration,
     pub(super) window_bytes: u64,
+    /// How long its response was arriving before its first byte was reported (a primed
+    /// probe's, buffered while the transfer had not started): the first window's bytes came
+    /// over this much longer than the window.
+    pub(super) arriving_before: Duration,
     pub(super) detector: CollapseDetector,
 }
 
@@ -334,7 +338,8 @@ pub(super) fn roll_windows(
     }
     let mut closed = false;
     while now >= f.window_start + window {
-        let rate = f.window_bytes as f64 / window.as_secs_f64();
+        let span = window + std::mem::take(&mut f.arriving_before);
+        let rate = f.window_bytes as f64 / span.as_secs_f64();
         let before = f.detector.grade();
         let g = f.detector.sample(rate);
         if g != before {

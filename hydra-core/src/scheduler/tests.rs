@@ -215,3 +215,47 @@ fn slots_freed_together_take_no_more_than_each_does_by_the_fluid_end_however_the
         );
     }
 }
+
+/// The rate a lone fetch is projected at after three 100 ms windows at 4 MB/s, its first
+/// byte reported as `session`, with `buffered` bytes reported at once on top of the first
+/// window's (what a primed response's transport held when the transfer started).
+fn rate_after_a_burst(session: Session, buffered: u64) -> f64 {
+    let cfg = Config {
+        concurrency: Concurrency::Fixed(1),
+        ..Config::default()
+    };
+    let mut s = Scheduler::new(64_000_000, vec![SourceSpec::new(Capabilities::HTTP)], cfg);
+    s.tick(Duration::ZERO);
+    let (fetch, range) = requests(&mut s)[0];
+    s.on_first_byte(fetch, session, Duration::ZERO);
+    let mut pos = range.lo;
+    s.on_data(fetch, pos, buffered, Duration::ZERO);
+    pos += buffered;
+    // 4 MB/s in 10 ms steps: 40 kB each.
+    for step in 1..=30u64 {
+        let now = Duration::from_millis(10 * step);
+        s.on_data(fetch, pos, 40_000, now);
+        pos += 40_000;
+        s.tick(now);
+    }
+    s.rate(fetch).expect("a live fetch")
+}
+
+#[test]
+fn a_primed_fetch_s_first_window_counts_what_arrived_before_the_start_over_the_time_it_took() {
+    // 200 kB buffered over the 50 ms the primed response arrived before the start.
+    let arriving = Duration::from_millis(50);
+    let primed = rate_after_a_burst(Session::Primed { arriving }, 200_000);
+    let unspread = rate_after_a_burst(
+        Session::Primed {
+            arriving: Duration::ZERO,
+        },
+        200_000,
+    );
+    let steady = rate_after_a_burst(Session::New, 0);
+    assert!(
+        (primed - steady).abs() < 0.02 * steady,
+        "{primed} against {steady}"
+    );
+    assert!(unspread > 1.2 * steady, "{unspread} against {steady}");
+}

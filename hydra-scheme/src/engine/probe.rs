@@ -107,6 +107,8 @@ struct Answer {
     index: usize,
     input: SourceInput,
     result: Result<Probe, ProbeFailure>,
+    /// When the probe answered.
+    at: Instant,
 }
 
 impl Answer {
@@ -153,6 +155,7 @@ impl Engine {
                 Ok(probe) => answered.push(ProbedSource {
                     input: a.input,
                     probe,
+                    answered: a.at,
                 }),
             }
         }
@@ -295,12 +298,18 @@ impl Ballot {
     fn take(&mut self, a: Answer) {
         self.answered += 1;
         self.policy.answered(&a.view());
-        let Answer { input, result, .. } = a;
+        let Answer {
+            input, result, at, ..
+        } = a;
         match result {
             Err(e) => drop_failed(&input, &e, &mut self.dropped),
             Ok(probe) => {
                 let misfit = self.policy.misfit(&input.endpoint.to_string(), &probe);
-                let s = ProbedSource { input, probe };
+                let s = ProbedSource {
+                    input,
+                    probe,
+                    answered: at,
+                };
                 match misfit {
                     None => self.fit.push(s),
                     Some(why) => self.unfit.push((s, why)),
@@ -375,6 +384,7 @@ async fn answer(
         index,
         input,
         result,
+        at: Instant::now(),
     }
 }
 
@@ -434,7 +444,9 @@ impl Fit {
     /// object.
     fn fit(&self, a: Answer) -> Joined {
         self.policy.answered(&a.view());
-        let Answer { input, result, .. } = a;
+        let Answer {
+            input, result, at, ..
+        } = a;
         let source = input.endpoint.to_string();
         let probe = match result {
             Err(e) => {
@@ -452,7 +464,11 @@ impl Fit {
             let why = format!("{why} at {}; not combined", self.first_name);
             return self.leave(source, why);
         }
-        Joined::Source(Box::new(ProbedSource { input, probe }))
+        Joined::Source(Box::new(ProbedSource {
+            input,
+            probe,
+            answered: at,
+        }))
     }
 
     fn leave(&self, source: String, why: String) -> Joined {

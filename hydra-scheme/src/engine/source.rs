@@ -149,6 +149,8 @@ pub struct ProbedSource {
     pub input: SourceInput,
     /// What its probe saw.
     pub probe: Probe,
+    /// When its probe answered: a primed probe's response has been arriving since.
+    pub answered: Instant,
 }
 
 impl fmt::Debug for ProbedSource {

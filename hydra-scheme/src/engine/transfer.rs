@@ -238,9 +238,14 @@ impl<'a> Transfer<'a> {
             }
             FetchEventKind::FirstByte => {
                 let r = self.running.get(&e.fetch);
-                let session = match r.map(|r| (r.primed, r.reused)) {
-                    Some((true, _)) => Session::Primed,
-                    Some((false, true)) => Session::Reused,
+                let session = match r.map(|r| (r.primed, r.reused, r.source)) {
+                    Some((true, _, src)) => Session::Primed {
+                        arriving: self
+                            .sources
+                            .get(src)
+                            .map_or(Duration::ZERO, |s| at.saturating_duration_since(s.answered)),
+                    },
+                    Some((false, true, _)) => Session::Reused,
                     _ => Session::New,
                 };
                 self.sched.on_first_byte(e.fetch, session, now)
