@@ -96,7 +96,7 @@ impl Scheduler {
             work: work + total as f64,
             others,
         };
-        if others > 0.0 {
+        if self.fluid_end_holds(others) {
             self.drop_slow_openings(&mut fill, fluid, total);
         }
         if !fill.is_empty() {
@@ -185,17 +185,31 @@ impl Scheduler {
         w_work / wsum
     }
 
+    /// Openings are held to the fluid end: with other fetches delivering (`others`, their
+    /// rate), and, once rates are measured, with nothing else in flight too, except for an
+    /// in-order consumer (its write point waits on these bytes).
+    fn fluid_end_holds(&self, others: f64) -> bool {
+        others > 0.0 || (self.mean_conn_rate().1 && self.cfg.lookahead.is_none())
+    }
+
     /// Drops every opening that would take less than a minimum piece by the fluid end and
     /// cannot finish all `total` unassigned bytes by then. Dropping one lengthens the horizon
-    /// of the rest: repeat until none drops.
+    /// of the rest: repeat until none drops. With nothing else in flight the opening that
+    /// would finish them soonest stays, since nobody else will.
     fn drop_slow_openings(&self, fill: &mut Vec<Opening>, fluid: Fluid, total: u64) {
         let min_piece = self.cfg.min_piece.max(1);
+        let alone = |o: &Opening| self.slot_setup(o.src, o.slot) + total as f64 / o.rate;
         for _ in 0..fill.len() {
             let h = self.fluid_horizon(fluid, fill);
             let before = fill.len();
+            let soonest = fill
+                .iter()
+                .min_by(|a, b| alone(a).total_cmp(&alone(b)))
+                .map(|o| o.slot);
             fill.retain(|o| {
                 let (w, d) = (o.rate, self.slot_setup(o.src, o.slot));
-                !(w * (h - d) < min_piece as f64 && d + total as f64 / w > h)
+                let slow = w * (h - d) < min_piece as f64 && d + total as f64 / w > h;
+                !slow || (fluid.others == 0.0 && Some(o.slot) == soonest)
             });
             if fill.len() == before || fill.is_empty() {
                 break;
@@ -226,7 +240,7 @@ impl Scheduler {
         // measured the fluid end holds with nothing else in flight too (the openings' own),
         // except for an in-order consumer: its write point waits on these bytes, and a slot
         // that can start them now takes its share whole.
-        let capped = others > 0.0 || (self.mean_conn_rate().1 && self.cfg.lookahead.is_none());
+        let capped = self.fluid_end_holds(others);
         let cap = |d: f64, w: f64| -> Option<f64> {
             (w.is_finite() && w > 0.0 && capped && horizon.is_finite())
                 .then(|| w * (horizon - d).max(0.0))

@@ -22,7 +22,7 @@ use crate::types::{ConnId, SourceId};
 use std::time::Duration;
 
 /// Bytes left and the rate they are delivered at, of a fetch or of fetches taken as one.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(super) struct Load {
     /// Bytes left.
     pub(super) left: f64,
@@ -206,6 +206,42 @@ impl Scheduler {
         (work, rate)
     }
 
+    /// Bytes `src` can still take by the fluid end beyond what its fetches hold, at the rates
+    /// delivered now: `r_s·H − W_s`, with `H = W/R` over every fetch in flight (its bytes left
+    /// plus one setup at its rate, as in [`Self::in_flight_load`]). A fetch not yet delivering
+    /// counts no rate while its source has one that is (a connection the search is trying adds
+    /// nothing until it is measured), and its source's connection rate otherwise. Negative
+    /// when the source holds more than its share; `None` when a rate is unknown.
+    pub(super) fn shortfall(&self, src: SourceId, now: Duration) -> Option<f64> {
+        let t = now.as_secs_f64();
+        let (mut all, mut own) = (Load::default(), Load::default());
+        for i in self.slot_ids() {
+            let Some(f) = self.slots[i].fetch.as_ref().filter(|f| !f.cancelled) else {
+                continue;
+            };
+            let s = self.slots[i].source;
+            let left = f.left() as f64;
+            let r = if f.first_byte_at.is_some() {
+                match self.finish_time(i, now) {
+                    Some(at) if at.is_finite() && at > t => left / (at - t),
+                    _ => 0.0,
+                }
+            } else if self.live_fetches(s).any(|g| g.first_byte_at.is_some()) {
+                0.0
+            } else {
+                self.conn_rate(s)?
+            };
+            let work = left + r * self.sources[s].delta_for(true).unwrap_or(0.0);
+            all.left += work;
+            all.rate += r;
+            if s == src {
+                own.left += work;
+                own.rate += r;
+            }
+        }
+        (all.rate > 0.0 && own.rate > 0.0).then(|| own.rate * all.left / all.rate - own.left)
+    }
+
     /// The fetches of `src` taken as one, when they share one
     /// bottleneck: the search measured the source as not additive (a second connection added
     /// under half its promise), and at least two of its fetches are delivering, healthy and
@@ -319,17 +355,17 @@ impl Scheduler {
         (!at.is_nan()).then_some(at)
     }
 
-    /// The live, uncancelled fetch with bytes left that is projected to finish last (excluding
-    /// slot `except`). However few its bytes: 100 KB on a mirror collapsed to 0.05 MB/s is two
+    /// The live, uncancelled fetch with bytes left that is projected to finish last, among
+    /// those of the sources `of` accepts. However few its bytes: 100 KB on a mirror collapsed to 0.05 MB/s is two
     /// seconds, and moving them whole to an idle connection is a repair like any other.
     pub(super) fn latest_finisher(
         &self,
         now: Duration,
-        except: Option<ConnId>,
+        of: impl Fn(SourceId) -> bool,
     ) -> Option<Finisher> {
         let mut best: Option<Finisher> = None;
         for i in self.slot_ids() {
-            if Some(i) == except {
+            if !of(self.slots[i].source) {
                 continue;
             }
             let Some(f) = &self.slots[i].fetch else {

@@ -161,7 +161,7 @@ impl Scheduler {
     /// fetches tied with it.
     fn repair_victim(&self, now: Duration) -> Option<Victim> {
         let t = now.as_secs_f64();
-        let Finisher { slot: vi, end: f_v } = self.latest_finisher(now, None)?;
+        let Finisher { slot: vi, end: f_v } = self.latest_finisher(now, |_| true)?;
         let (v_settled, r_v, left_v, v_src, v_ref) = {
             let s = &self.slots[vi];
             let f = s.fetch.as_ref().expect("live");

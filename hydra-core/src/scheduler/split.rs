@@ -1,9 +1,14 @@
 //! Splits that are not repairs: first work for a source that joins after the start, and for
 //! a connection the concurrency search admits, while nothing is unassigned.
 //!
-//! Both take the tail of the fetch projected to end last. An admitted connection takes the
-//! equalising amount `x` of [`equalise`] (the search's experiment: no profitability test);
-//! a joiner takes that amount, capped at what it can do by the fluid end with it
+//! Both take the tail of a fetch projected to end last. An admitted connection (the search's
+//! experiment: no profitability test) is sized by its source's share of the fluid end at the
+//! rates delivered now, as if it added nothing ([`Scheduler::shortfall`]): a source short of
+//! its share takes what it lacks from the latest finisher of another source, at most the
+//! equalising amount `x` of [`equalise`] at the rate the connection promises; a source that
+//! holds its share splits its own latest finisher by that `x`, which moves no bytes between
+//! sources whether or not the level pays. Without those rates, it takes `x` of the latest
+//! finisher. A joiner takes `x`, capped at what it can do by the fluid end with it
 //! (`r_t·(H − δ_t)`), when its setup is measured, and otherwise the share
 //! `left·r_t/(r_v + r_t)` of the two expected rates. A cut never leaves less than a minimum
 //! piece on either side ([`Scheduler::cut_point`]).
@@ -12,6 +17,13 @@ use super::projection::{equalise, Finisher, Load};
 use super::Scheduler;
 use crate::types::{ByteRange, ConnId, SourceId};
 use std::time::Duration;
+
+/// A split of a fetch in flight: about `bytes` off the tail of the fetch on `victim`.
+#[derive(Debug, Clone, Copy)]
+struct Cut {
+    victim: ConnId,
+    bytes: f64,
+}
 
 /// The fetch a joining connection splits: the one whose bytes left take longest at its rate.
 #[derive(Debug, Clone, Copy)]
@@ -97,11 +109,10 @@ impl Scheduler {
         }
     }
 
-    /// Gives a newly admitted connection of `src` work by splitting the fetch projected to
-    /// finish last, as an equalisation with the rate the new connection promises. Not a repair:
-    /// it is the search's experiment, so it skips the profitability test.
-    /// A victim not yet measured counts at its source's expected rate, not as delivering
-    /// nothing (which would move its whole range).
+    /// Gives a newly admitted connection of `src` work by splitting a fetch projected to
+    /// finish last (see the module doc). Not a repair: it is the search's experiment, so it
+    /// skips the profitability test. A victim not yet measured counts at its source's expected
+    /// rate, not as delivering nothing (which would move its whole range).
     pub(super) fn admit(&mut self, src: SourceId, now: Duration) {
         let Some(slot) = self.idle_slot(src) else {
             return;
@@ -109,23 +120,48 @@ impl Scheduler {
         if self.open_slots(src, now) == 0 {
             return;
         }
-        let r_t = self.conn_rate(src);
-        let d_t = self.sources[src].delta_new();
-        let Some(Finisher { slot: vi, .. }) = self.latest_finisher(now, None) else {
+        let Some(Cut { victim, bytes }) = self.admission_cut(src, now) else {
             return;
         };
-        let (mean, _) = self.mean_conn_rate();
-        let r_v = self.fetch_rate(vi, mean);
-        let left = self.slots[vi].fetch.as_ref().expect("live").left() as f64;
-        let x = match (d_t, r_t) {
-            (Some(d_t), Some(r_t)) => equalise(left, r_v, 0.0, d_t, r_t),
-            // Its setup or rate unknown, it takes only a victim delivering nothing, whole.
-            _ if r_v <= 0.0 => left,
-            _ => return,
-        };
-        if self.split_off(vi, x, slot, src, now) {
+        if self.split_off(victim, bytes, slot, src, now) {
             self.stats.admissions += 1;
         }
+    }
+
+    /// The fetch a connection admitted to `src` splits, and about how many bytes it takes.
+    fn admission_cut(&self, src: SourceId, now: Duration) -> Option<Cut> {
+        let r_t = self.conn_rate(src);
+        let d_t = self.sources[src].delta_new();
+        let (mean, _) = self.mean_conn_rate();
+        let promise = |victim: ConnId| -> Option<Cut> {
+            let f = self.slots[victim].fetch.as_ref().expect("live");
+            let (left, r_v) = (f.left() as f64, self.fetch_rate(victim, mean));
+            let bytes = match (d_t, r_t) {
+                (Some(d_t), Some(r_t)) => equalise(left, r_v, 0.0, d_t, r_t),
+                // Its setup or rate unknown, it takes only a victim delivering nothing, whole.
+                _ if r_v <= 0.0 => left,
+                _ => return None,
+            };
+            Some(Cut { victim, bytes })
+        };
+        let Finisher { slot: last, .. } = self.latest_finisher(now, |_| true)?;
+        let delivering = self.fetch_rate(last, mean) > 0.0;
+        let (Some(short), true, true) = (self.shortfall(src, now), delivering, r_t.is_some())
+        else {
+            return promise(last);
+        };
+        let cut = if short >= self.cfg.min_piece as f64 {
+            self.latest_finisher(now, |s| s != src)
+                .and_then(|f| promise(f.slot))
+                .map(|c| Cut {
+                    bytes: c.bytes.min(short),
+                    ..c
+                })
+        } else {
+            self.latest_finisher(now, |s| s == src)
+                .and_then(|f| promise(f.slot))
+        };
+        cut.or_else(|| promise(last))
     }
 
     /// Moves about `x` bytes off the tail of the fetch on `victim` to a new request of `src` on
