@@ -356,8 +356,9 @@ impl Scheduler {
     }
 
     /// The live, uncancelled fetch with bytes left that is projected to finish last, among
-    /// those of the sources `of` accepts. However few its bytes: 100 KB on a mirror collapsed to 0.05 MB/s is two
-    /// seconds, and moving them whole to an idle connection is a repair like any other.
+    /// those of the sources `of` accepts. However few its bytes: 100 KB on a mirror collapsed
+    /// to 0.05 MB/s is two seconds, and moving them whole to an idle connection is a repair
+    /// like any other.
     pub(super) fn latest_finisher(
         &self,
         now: Duration,

@@ -145,9 +145,10 @@ impl Scheduler {
             Some(Cut { victim, bytes })
         };
         let Finisher { slot: last, .. } = self.latest_finisher(now, |_| true)?;
-        let delivering = self.fetch_rate(last, mean) > 0.0;
-        let (Some(short), true, true) = (self.shortfall(src, now), delivering, r_t.is_some())
-        else {
+        // Unmeasured, or beside a latest finisher delivering nothing (which goes whole), the
+        // connection takes its promise of the latest finisher.
+        let measured = r_t.is_some() && self.fetch_rate(last, mean) > 0.0;
+        let Some(short) = self.shortfall(src, now).filter(|_| measured) else {
             return promise(last);
         };
         let cut = if short >= self.cfg.min_piece as f64 {
