@@ -5,7 +5,9 @@
 //! experiment: no profitability test) is sized by its source's share of the fluid end at the
 //! rates delivered now, as if it added nothing ([`Scheduler::shortfall`]): a source short of
 //! its share takes what it lacks from the latest finisher of another source, at most the
-//! equalising amount `x` of [`equalise`] at the rate the connection promises; a source that
+//! equalising amount `x` of [`equalise`] at the rate the connection promises, the victim
+//! counted with the fetches of its source still waiting for their first byte (a trial adds
+//! nothing until it is measured, so the victim's link carries their bytes too); a source that
 //! holds its share splits its own latest finisher by that `x`, which moves no bytes between
 //! sources whether or not the level pays. Without those rates, it takes `x` of the latest
 //! finisher. A joiner takes `x`, capped at what it can do by the fluid end with it
@@ -133,11 +135,12 @@ impl Scheduler {
         let r_t = self.conn_rate(src);
         let d_t = self.sources[src].delta_new();
         let (mean, _) = self.mean_conn_rate();
-        let promise = |victim: ConnId| -> Option<Cut> {
+        // `queued`: bytes the victim's link carries after it, as if at its rate.
+        let promise = |victim: ConnId, queued: f64| -> Option<Cut> {
             let f = self.slots[victim].fetch.as_ref().expect("live");
             let (left, r_v) = (f.left() as f64, self.fetch_rate(victim, mean));
             let bytes = match (d_t, r_t) {
-                (Some(d_t), Some(r_t)) => equalise(left, r_v, 0.0, d_t, r_t),
+                (Some(d_t), Some(r_t)) => equalise(left + queued, r_v, 0.0, d_t, r_t),
                 // Its setup or rate unknown, it takes only a victim delivering nothing, whole.
                 _ if r_v <= 0.0 => left,
                 _ => return None,
@@ -149,20 +152,37 @@ impl Scheduler {
         // connection takes its promise of the latest finisher.
         let measured = r_t.is_some() && self.fetch_rate(last, mean) > 0.0;
         let Some(short) = self.shortfall(src, now).filter(|_| measured) else {
-            return promise(last);
+            return promise(last, 0.0);
         };
         let cut = if short >= self.cfg.min_piece as f64 {
             self.latest_finisher(now, |s| s != src)
-                .and_then(|f| promise(f.slot))
+                .and_then(|f| promise(f.slot, self.queued_behind(f.slot)))
                 .map(|c| Cut {
                     bytes: c.bytes.min(short),
                     ..c
                 })
         } else {
             self.latest_finisher(now, |s| s == src)
-                .and_then(|f| promise(f.slot))
+                .and_then(|f| promise(f.slot, 0.0))
         };
-        cut.or_else(|| promise(last))
+        cut.or_else(|| promise(last, 0.0))
+    }
+
+    /// Bytes the link of the fetch on `slot` carries after it: what the fetches of its source
+    /// still waiting for their first byte hold, while it delivers. They are connections the
+    /// search is trying, and a trial adds nothing until it is measured.
+    fn queued_behind(&self, slot: ConnId) -> f64 {
+        let delivering = self.slots[slot]
+            .fetch
+            .as_ref()
+            .is_some_and(|f| f.first_byte_at.is_some());
+        if !delivering {
+            return 0.0;
+        }
+        self.live_fetches(self.slots[slot].source)
+            .filter(|f| f.first_byte_at.is_none())
+            .map(|f| f.left() as f64)
+            .sum()
     }
 
     /// Moves about `x` bytes off the tail of the fetch on `victim` to a new request of `src` on
