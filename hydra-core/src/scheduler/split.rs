@@ -168,9 +168,11 @@ impl Scheduler {
         cut.or_else(|| promise(last, 0.0))
     }
 
-    /// Bytes the link of the fetch on `slot` carries after it: what the fetches of its source
-    /// still waiting for their first byte hold, while it delivers. They are connections the
-    /// search is trying, and a trial adds nothing until it is measured.
+    /// Bytes the link of the fetch on `slot` carries after it, while it delivers: what the
+    /// fetches of its source still waiting for their first byte hold. They count as adding
+    /// nothing, as a trial does until it is measured (with nothing unassigned, a fetch waiting
+    /// beside a delivering one is most often the search's trial); a take they enlarge stays
+    /// within the taker's shortfall.
     fn queued_behind(&self, slot: ConnId) -> f64 {
         let delivering = self.slots[slot]
             .fetch
