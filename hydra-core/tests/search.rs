@@ -512,6 +512,31 @@ fn a_source_that_leaves_its_second_connection_unanswered_keeps_its_first_busy_to
 }
 
 #[test]
+fn a_source_that_now_serves_one_at_a_time_gives_up_every_connection_it_holds_unanswered_at_once() {
+    // A host remembered at four connections whose server now serves one connection at a
+    // time: three of the four opened at once wait in its backlog. Once the first is found
+    // unanswered beside the delivering one, the two asked for with it are given up with it:
+    // were they left, one would hold the single slot the source is now held to until the
+    // stall timeout, and the source would then back off as long.
+    let l = Link {
+        answers: 1,
+        remembered: Some(Remembered {
+            connections: 4,
+            at_ceiling: true,
+            additivity: Some(1.0),
+            conn_rate: Some(MB),
+        }),
+        ..link(4.0, 4.0)
+    };
+    let r = run(20_000_000, &[l], per_host(4), None);
+    assert_eq!(r.outcome, Some(Outcome::Complete), "{r:?}");
+    assert_eq!(r.reasons[0], LimitReason::Refused { serving: 1 }, "{r:?}");
+    // The oracle: 5 s of bytes at 4 MB/s; finding the backlog and asking again for its bytes
+    // costs round trips, not the stall timeout.
+    assert!(r.end < Duration::from_millis(5_600), "{r:?}");
+}
+
+#[test]
 fn a_connection_stuck_beside_delivering_ones_is_replaced_before_the_stall_timeout() {
     // Four paced connections fill the link; at 3 s one of them stops delivering for good (a
     // flow stuck mid-transfer). Its rate falls under half its siblings' within a few rate

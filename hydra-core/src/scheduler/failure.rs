@@ -179,11 +179,27 @@ impl Scheduler {
     /// `src` left the connection on `slot` unanswered while it delivered on others: like a
     /// refusal, its ceiling becomes the connections it delivers on and its search ends, but
     /// it is charged no failure and does not back off. The unanswered fetch is cancelled, so
-    /// that its slot is not held against the ceiling.
+    /// that its slot is not held against the ceiling, and with it every other fetch of `src`
+    /// asked for no later and still unanswered: the same backlog holds them.
     pub(super) fn admits_fewer(&mut self, src: SourceId, slot: ConnId) {
-        if let Some(f) = self.slots[slot].fetch.as_ref().filter(|f| !f.cancelled) {
-            let pos = f.pos;
-            self.shrink(slot, pos, true);
+        let Some(asked) = self.slots[slot].fetch.as_ref().map(|f| f.requested_at) else {
+            return;
+        };
+        for i in self.slot_ids() {
+            let unanswered = self.slots[i].source == src
+                && self.slots[i].fetch.as_ref().is_some_and(|f| {
+                    !f.cancelled && f.first_byte_at.is_none() && f.requested_at <= asked
+                });
+            if i == slot || unanswered {
+                if let Some(pos) = self.slots[i]
+                    .fetch
+                    .as_ref()
+                    .filter(|f| !f.cancelled)
+                    .map(|f| f.pos)
+                {
+                    self.shrink(i, pos, true);
+                }
+            }
         }
         let serving = self
             .slot_ids()
