@@ -301,6 +301,11 @@ pub struct SourceSpec {
     /// [`Concurrency::Search`] the source opens that many connections (within its ceilings)
     /// in the first split instead of climbing to them. Ignored under [`Concurrency::Fixed`].
     pub remembered: Option<Remembered>,
+    /// How long the response to its probe had been arriving when the transfer started, when
+    /// that response is held for its first fetch from byte 0 (a primed probe): that fetch
+    /// sends no request and is that far ahead, so the first split prices it at a setup of
+    /// minus this much. `None`: its first request pays its setup.
+    pub primed: Option<Duration>,
 }
 
 /// A connection count an earlier search settled on for a host
@@ -334,6 +339,7 @@ impl SourceSpec {
             setup: None,
             rtt: None,
             remembered: None,
+            primed: None,
         }
     }
 }

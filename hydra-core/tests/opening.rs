@@ -5,8 +5,8 @@
 //! are still out; a fixed count or a remembered one whatever the number of sources.
 
 use hydra_core::{
-    Action, Capabilities, Concurrency, Config, Remembered, Scheduler, SearchPolicy, SourceId,
-    SourceSpec,
+    Action, ByteRange, Capabilities, Concurrency, Config, Remembered, Scheduler, SearchPolicy,
+    SourceId, SourceSpec,
 };
 use std::time::Duration;
 
@@ -169,4 +169,70 @@ fn the_mirrors_start_stays_within_the_per_host_ceiling() {
     assert_eq!(cfg.opening_level(None, 2, None), 2);
     let mut s = Scheduler::new(SIZE, specs(2), cfg);
     assert_eq!(first_requests(&mut s, 2), vec![2, 2]);
+}
+
+/// Three mirrors remembered at one connection of 6, 3 and 1 MB/s, whose first requests pay
+/// 40, 60 and 80 ms; the first one's probe response primed `head` ago when `head` is given.
+fn remembered_mirrors(head: Option<Duration>) -> Vec<SourceSpec> {
+    [(6e6, 40), (3e6, 60), (1e6, 80)]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (rate, setup_ms))| SourceSpec {
+            setup: Some(Duration::from_millis(setup_ms)),
+            remembered: Some(Remembered {
+                connections: 1,
+                at_ceiling: false,
+                additivity: None,
+                conn_rate: Some(rate),
+            }),
+            primed: head.filter(|_| i == 0),
+            ..SourceSpec::new(Capabilities::HTTP)
+        })
+        .collect()
+}
+
+/// The first split's ranges, per source.
+fn first_split(specs: Vec<SourceSpec>) -> Vec<ByteRange> {
+    let n = specs.len();
+    let mut s = Scheduler::new(SIZE, specs, Config::default());
+    s.tick(Duration::ZERO);
+    let mut ranges = vec![ByteRange::new(0, 0); n];
+    while let Some(a) = s.poll_action() {
+        if let Action::Request { source, range, .. } = a {
+            ranges[usize::from(source.0)] = range;
+        }
+    }
+    ranges
+}
+
+#[test]
+fn a_primed_first_fetch_is_split_as_already_delivering_so_every_mirror_ends_together() {
+    let head = Duration::from_millis(40);
+    let rates = [6e6, 3e6, 1e6];
+    // The primed response has been arriving for 40 ms: its setup is -40 ms, not 40.
+    let setups = [-0.040, 0.060, 0.080];
+    let primed = first_split(remembered_mirrors(Some(head)));
+    assert_eq!(
+        primed[0].lo, 0,
+        "the primed source takes byte 0: {primed:?}"
+    );
+    let ends: Vec<f64> = primed
+        .iter()
+        .zip(rates.iter().zip(setups))
+        .map(|(r, (rate, setup))| setup + r.len() as f64 / rate)
+        .collect();
+    for e in &ends {
+        assert!(
+            (e - ends[0]).abs() < 0.002,
+            "fluid ends {ends:?} of {primed:?}"
+        );
+    }
+    // Priced at its probe's setup instead, the primed source took 80 ms of its rate less,
+    // less its part of the horizon that moves: 0.48 MB × (1 − 0.6).
+    let plain = first_split(remembered_mirrors(None));
+    let more = primed[0].len() as f64 - plain[0].len() as f64;
+    assert!(
+        (more - 0.08 * 6e6 * 0.4).abs() < 0.01e6,
+        "{primed:?} {plain:?}"
+    );
 }

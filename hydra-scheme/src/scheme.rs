@@ -103,6 +103,15 @@ pub trait Scheme: Send + Sync {
         self.probe(endpoint).await
     }
 
+    /// Whether a primed probe's response ([`Scheme::probe_primed`]) is held for `endpoint`,
+    /// waiting for its fetch from offset 0. The engine asks as the transfer starts: the first
+    /// split then counts that fetch as delivering since the probe answered, with no request
+    /// to pay for. Default: `false` (what a scheme that does not prime returns).
+    fn holds_primed(&self, endpoint: &Endpoint) -> bool {
+        let _ = endpoint;
+        false
+    }
+
     /// Opens a session to `endpoint` (connection, TLS, login or SSH handshake: whatever a
     /// fetch would otherwise do before its request) and leaves it idle in the scheme's pool,
     /// so that a fetch that follows starts with its request. The engine calls it while a

@@ -10,9 +10,10 @@
 //! `H = (W + Σ_i r_i·δ_i) / Σ_i r_i`
 //!
 //! (`W` the bytes in flight and unassigned, the sums over every connection, these included,
-//! each paying one setup δ at its rate `r`), that is at most `r·(H − δ)`; and nothing when
-//! that is under a minimum piece and it cannot finish everything unassigned by `H`: the rest
-//! waits for the faster ones, which are free sooner. Assignment is otherwise
+//! each paying one setup δ at its rate `r`; a primed probe's response, which continues the
+//! fetch from byte 0, pays minus the time it has been arriving), that is at most `r·(H − δ)`;
+//! and nothing when that is under a minimum piece and it cannot finish everything unassigned
+//! by `H`: the rest waits for the faster ones, which are free sooner. Assignment is otherwise
 //! work-conserving. Sources without ranges stream from byte 0: they take part while byte 0 is
 //! unassigned, or as a fallback while every source with ranges has failed more lately.
 
@@ -178,9 +179,9 @@ impl Scheduler {
     /// the openings, seconds from now.
     fn fluid_horizon(&self, fluid: Fluid, fill: &[Opening]) -> f64 {
         let (mut w_work, mut wsum) = (fluid.work, fluid.others);
-        for o in fill {
+        for (k, o) in fill.iter().enumerate() {
             wsum += o.rate;
-            w_work += o.rate * self.slot_setup(o.src, o.slot);
+            w_work += o.rate * self.opening_setup(o.src, o.slot, k == 0);
         }
         w_work / wsum
     }
@@ -198,8 +199,10 @@ impl Scheduler {
     /// would finish them soonest stays, since nobody else will.
     fn drop_slow_openings(&self, fill: &mut Vec<Opening>, fluid: Fluid, total: u64) {
         let min_piece = self.cfg.min_piece.max(1);
-        let alone = |o: &Opening| self.slot_setup(o.src, o.slot) + total as f64 / o.rate;
         for _ in 0..fill.len() {
+            let first = fill.first().map(|o| o.slot);
+            let setup = |o: &Opening| self.opening_setup(o.src, o.slot, Some(o.slot) == first);
+            let alone = |o: &Opening| setup(o) + total as f64 / o.rate;
             let h = self.fluid_horizon(fluid, fill);
             let before = fill.len();
             let soonest = fill
@@ -207,7 +210,7 @@ impl Scheduler {
                 .min_by(|a, b| alone(a).total_cmp(&alone(b)))
                 .map(|o| o.slot);
             fill.retain(|o| {
-                let (w, d) = (o.rate, self.slot_setup(o.src, o.slot));
+                let (w, d) = (o.rate, setup(o));
                 let slow = w * (h - d) < min_piece as f64 && d + total as f64 / w > h;
                 !slow || (fluid.others == 0.0 && Some(o.slot) == soonest)
             });
@@ -258,7 +261,7 @@ impl Scheduler {
             if !self.sources[src].spec.caps.ranged && cur != 0 && !fallback {
                 continue;
             }
-            let d = self.slot_setup(src, slot);
+            let d = self.opening_setup(src, slot, k == 0);
             let cap = cap(d, w);
             let range = if single && self.sources[src].spec.caps.ranged {
                 self.whole_range(d, w, cap, horizon)

@@ -74,6 +74,8 @@ impl Scheduler {
             });
         }
         debug_assert!(self.slots[slot].fetch.is_none(), "a request on a busy slot");
+        // A primed response continues the source's first fetch, or none.
+        self.sources[src].primed = None;
         let id = FetchId(self.next_fetch);
         self.next_fetch += 1;
         self.slots[slot].fetch = Some(Fetch {
@@ -139,6 +141,20 @@ impl Scheduler {
             None => self.actions.push_back(action),
         }
         self.unassigned.insert(freed);
+    }
+
+    /// The setup the opening `o` pays before its first byte, seconds, when `first` (the first
+    /// of the openings planned together, which takes the lowest unassigned byte): minus its
+    /// source's primed head start when that byte is 0 ([`SourceSpec::primed`]); otherwise
+    /// [`Scheduler::slot_setup`].
+    ///
+    /// [`SourceSpec::primed`]: crate::SourceSpec::primed
+    pub(super) fn opening_setup(&self, src: SourceId, slot: ConnId, first: bool) -> f64 {
+        let from_zero = self.unassigned.first().is_some_and(|r| r.lo == 0);
+        match self.sources[src].primed {
+            Some(head) if first && from_zero => -head.as_secs_f64(),
+            _ => self.slot_setup(src, slot),
+        }
     }
 
     /// The setup a request on `slot` of `src` pays before its first byte, seconds (0 when

@@ -181,6 +181,9 @@ pub(super) struct Source {
     pub(super) settled: Option<Mark>,
     /// When the source's last byte arrived.
     pub(super) last_byte: Duration,
+    /// The head start of its primed probe's response ([`SourceSpec::primed`]), until its
+    /// first request.
+    pub(super) primed: Option<Duration>,
 }
 
 /// Where a source's connection count starts: its level, and whether a search runs from it.
@@ -259,6 +262,7 @@ impl Source {
             .and_then(|r| r.additivity);
         Source {
             delta_hint: spec.setup.map(|d| d.as_secs_f64()),
+            primed: spec.primed,
             spec,
             ceiling,
             level,

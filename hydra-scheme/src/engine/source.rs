@@ -182,15 +182,23 @@ pub fn prepare_all(sources: &[SourceInput], config: &Config, timeout: Duration) 
     all
 }
 
-/// The scheduler's view of a probed source: its scheme's capabilities (no ranges if the probe
-/// saw none) and the setup cost and round trip the probe measured.
-pub(super) fn spec_of(s: &ProbedSource) -> SourceSpec {
+/// The scheduler's view of a probed source as its transfer starts at `now`: its scheme's
+/// capabilities (no ranges if the probe saw none), the setup cost and round trip the probe
+/// measured, and, when its scheme holds the probe's response for the first fetch, how long
+/// that response has been arriving.
+pub(super) fn spec_of(s: &ProbedSource, now: Instant) -> SourceSpec {
     let mut caps: Capabilities = s.input.scheme.capabilities();
     caps.ranged &= s.probe.ranged;
+    let primed = s
+        .input
+        .scheme
+        .holds_primed(&s.input.endpoint)
+        .then(|| now.saturating_duration_since(s.answered));
     SourceSpec {
         setup: Some(s.probe.connect + s.probe.first_byte),
         rtt: Some(s.probe.first_byte),
         remembered: s.input.remembered,
+        primed,
         ..SourceSpec::new(caps)
     }
 }

@@ -99,7 +99,8 @@ impl<'a> Transfer<'a> {
         events: Option<mpsc::UnboundedSender<EngineEvent>>,
         joining: Joining,
     ) -> Self {
-        let specs: Vec<_> = probed.sources.iter().map(spec_of).collect();
+        let now = Instant::now();
+        let specs: Vec<_> = probed.sources.iter().map(|s| spec_of(s, now)).collect();
         let ranged = specs.iter().map(|s| s.caps.ranged).collect();
         let mut config = opts.config.clone();
         config.lookahead = config.lookahead.or_else(|| sink.lookahead());
@@ -195,7 +196,7 @@ impl<'a> Transfer<'a> {
     }
 
     fn add_source(&mut self, s: ProbedSource) {
-        let spec = spec_of(&s);
+        let spec = spec_of(&s, Instant::now());
         self.ranged.push(spec.caps.ranged);
         let id = self.sched.add_source(spec);
         tracing::debug!(source = id.0, endpoint = %s.input.endpoint, "joined");

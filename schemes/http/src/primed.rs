@@ -65,6 +65,11 @@ impl PrimedResponses {
         });
     }
 
+    /// Whether a primed response is kept for `ep`.
+    pub(crate) fn holds(&self, ep: &Endpoint) -> bool {
+        self.lock().waiting.contains_key(ep.url().as_str())
+    }
+
     /// Takes the primed response kept for `ep`, if any.
     pub(crate) fn take(&self, ep: &Endpoint) -> Option<Waiting> {
         let mut p = self.lock();

@@ -646,6 +646,10 @@ impl Scheme for HttpScheme {
         self.probe_inner(endpoint, true).await
     }
 
+    fn holds_primed(&self, endpoint: &Endpoint) -> bool {
+        self.primed.holds(endpoint)
+    }
+
     /// One `Range: bytes=0-0` request; the final response's `Link` and `Digest` headers
     /// ([`crate::advertised`]). Relative links resolve against the URL asked for; headers of
     /// redirect responses on the way are not read.

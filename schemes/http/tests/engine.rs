@@ -464,3 +464,24 @@ async fn a_primed_response_is_not_spliced_into_a_fetch_that_starts_elsewhere_but
     assert_eq!(&sink.contents()[..4096], &object_bytes(7, first)[..]);
     assert_eq!(o.requests_served(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scheme_says_it_holds_a_primed_response_until_the_fetch_from_0_takes_it() {
+    let size = 1 << 20;
+    let o = origin(size, Misbehaviour::default()).await;
+    let s = scheme();
+    let ep = Endpoint::parse(&o.url("/object")).expect("url");
+    let probe = s.probe(&ep).await.expect("probe");
+    assert!(!s.holds_primed(&ep), "a plain probe holds nothing");
+    let probe_primed = s.probe_primed(&ep).await.expect("probe");
+    assert_eq!(probe_primed.size, probe.size);
+    assert!(s.holds_primed(&ep), "a primed probe's response is held");
+    let sink = Arc::new(MemorySink::new(size as usize));
+    let first = ByteRange::new(0, 4096);
+    let outcome = fetch_one(&s, &o, probe, first, &sink, 0).await;
+    assert!(
+        matches!(outcome, hydra_scheme::FetchOutcome::Completed),
+        "{outcome:?}"
+    );
+    assert!(!s.holds_primed(&ep), "the fetch from 0 took it");
+}
