@@ -143,10 +143,10 @@ impl Scheduler {
         self.unassigned.insert(freed);
     }
 
-    /// The setup the opening `o` pays before its first byte, seconds, when `first` (the first
-    /// of the openings planned together, which takes the lowest unassigned byte): minus its
-    /// source's primed head start when that byte is 0 ([`SourceSpec::primed`]); otherwise
-    /// [`Scheduler::slot_setup`].
+    /// The setup an opening on `slot` of `src` pays before its first byte, seconds. The first
+    /// of the openings planned together (`first`) takes the lowest unassigned byte: when that
+    /// byte is 0 and `src` holds a primed response, it pays minus that response's head start
+    /// ([`SourceSpec::primed`]). Every other opening pays [`Scheduler::slot_setup`].
     ///
     /// [`SourceSpec::primed`]: crate::SourceSpec::primed
     pub(super) fn opening_setup(&self, src: SourceId, slot: ConnId, first: bool) -> f64 {
