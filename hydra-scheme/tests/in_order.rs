@@ -16,8 +16,7 @@ use async_trait::async_trait;
 use hydra_core::{ByteRange, Config};
 use hydra_scheme::{
     engine::{Engine, EngineOptions, SourceInput},
-    Endpoint, ErrorKind, FetchOutcome, FetchRequest, MemorySink, Probe, RangeSet, Scheme,
-    SchemeError, Sink,
+    Endpoint, FetchOutcome, FetchRequest, MemorySink, Probe, RangeSet, Scheme, SchemeError, Sink,
 };
 
 const SIZE: u64 = 4 << 20;
@@ -42,18 +41,7 @@ impl Scheme for Mirror {
         w.connected(false);
         tokio::time::sleep(Duration::from_millis(2)).await;
         w.first_byte();
-        while w.remaining() > 0 {
-            let n = w.remaining().min(self.chunk);
-            let chunk: Vec<u8> = (w.offset()..w.offset() + n).map(byte_at).collect();
-            if let Err(e) = w.write(&chunk) {
-                return FetchOutcome::Failed(SchemeError::new(&request.endpoint, ErrorKind::Io(e)));
-            }
-            tokio::select! {
-                _ = w.exhausted() => break,
-                _ = tokio::time::sleep(Duration::from_millis(1)) => {}
-            }
-        }
-        w.outcome_at_bound()
+        common::write_paced(&mut request, self.chunk, Duration::from_millis(1)).await
     }
 }
 

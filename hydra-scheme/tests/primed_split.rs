@@ -7,7 +7,6 @@
 
 #[macro_use]
 mod common;
-use common::byte_at;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,8 +15,8 @@ use async_trait::async_trait;
 use hydra_core::Remembered;
 use hydra_scheme::{
     engine::{Engine, EngineOptions, SourceInput},
-    ByteRange, Endpoint, ErrorKind, FetchOutcome, FetchRequest, MemorySink, Probe, RangeSet,
-    Scheme, SchemeError, Sink,
+    ByteRange, Endpoint, FetchOutcome, FetchRequest, MemorySink, Probe, RangeSet, Scheme,
+    SchemeError, Sink,
 };
 
 const SIZE: u64 = 2 << 20;
@@ -64,18 +63,7 @@ impl Scheme for Fake {
             .get_or_insert(range);
         w.connected(false);
         w.first_byte();
-        while w.remaining() > 0 {
-            let n = w.remaining().min(CHUNK);
-            let chunk: Vec<u8> = (w.offset()..w.offset() + n).map(byte_at).collect();
-            if let Err(e) = w.write(&chunk) {
-                return FetchOutcome::Failed(SchemeError::new(&request.endpoint, ErrorKind::Io(e)));
-            }
-            tokio::select! {
-                _ = w.exhausted() => break,
-                _ = tokio::time::sleep(Duration::from_millis(4)) => {}
-            }
-        }
-        w.outcome_at_bound()
+        common::write_paced(&mut request, CHUNK, Duration::from_millis(4)).await
     }
 }
 
