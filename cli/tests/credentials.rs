@@ -391,6 +391,64 @@ async fn ssl_cert_file_replaces_the_system_store() {
     assert_eq!(std::fs::read(&out).unwrap(), object(6, 4000));
 }
 
+/// Runs `hydra get` like [`get`] with `SSL_CERT_FILE` naming a file that does not exist, so
+/// that reading the trust store leaves a `trust store:` warning on stderr.
+async fn get_with_a_missing_store(dir: &Path, url: &str, extra: &[&str]) -> Output {
+    let out = dir.join("out.bin").display().to_string();
+    let mut a = vec!["get", "--no-host-memory", "-o", &out];
+    a.extend_from_slice(extra);
+    a.push(url);
+    let mut c = hydra_cmd(&args(&a));
+    c.env("SSL_CERT_FILE", dir.join("no-such-store.pem"))
+        .env_remove("SSL_CERT_DIR");
+    tokio::time::timeout(BOUND, c.output())
+        .await
+        .expect("hydra finishes within the bound")
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_plain_http_download_never_reads_the_trust_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = http_server().await;
+    let o = get_with_a_missing_store(dir.path(), &format!("{}/f", s.uri()), &[]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read(dir.path().join("out.bin")).unwrap(), BODY);
+    assert!(!stderr(&o).contains("trust store"), "{}", stderr(&o));
+}
+
+#[tokio::test]
+async fn an_ftp_download_without_tls_never_reads_the_trust_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Scripted::start(Script::new(1000, 4)).await.unwrap();
+    let o = get_with_a_missing_store(dir.path(), &f.url(), &[]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(dir.path().join("out.bin")).unwrap(),
+        object(4, 1000)
+    );
+    assert!(!stderr(&o).contains("trust store"), "{}", stderr(&o));
+}
+
+#[tokio::test]
+async fn an_https_download_reads_the_trust_store_once_at_its_first_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, ca, _o) = https_origin(dir.path(), &["127.0.0.1"], false).await;
+    let o = get_with_a_missing_store(dir.path(), &url, &["--cacert", &ca]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(dir.path().join("out.bin")).unwrap(),
+        object(6, 4000)
+    );
+    let err = stderr(&o);
+    assert_eq!(
+        err.matches("trust store: failed to read PEM from file")
+            .count(),
+        1,
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn a_certificate_for_another_name_is_refused_naming_both() {
     let dir = tempfile::tempdir().unwrap();

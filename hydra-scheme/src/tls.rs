@@ -5,9 +5,11 @@
 //! `SSL_CERT_DIR` replace it when set, as for OpenSSL), plus [`TlsOptions::extra_roots`]
 //! (`--cacert`). Verification is webpki's, so it is the same on every platform.
 
+mod lazy;
 mod roots;
 mod verify;
 
+pub use lazy::ClientConfigCell;
 pub use roots::{load_pem_certificates, CertFileError};
 pub use rustls::pki_types::CertificateDer;
 pub use verify::{refusal_cause, worded, CertificateRefusal, RefusalCause};
@@ -44,30 +46,28 @@ impl fmt::Debug for TlsOptions {
 }
 
 /// TLS (rustls with the `ring` provider) over an inner connector, configured by
-/// [`client_config`].
+/// [`client_config`] when its first connection is made ([`ClientConfigCell`]).
 pub struct TlsConnector {
     inner: Arc<dyn Connector>,
-    tls: tokio_rustls::TlsConnector,
-    insecure: bool,
+    config: ClientConfigCell,
 }
 
 impl fmt::Debug for TlsConnector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TlsConnector")
             .field("inner", &self.inner)
-            .field("insecure", &self.insecure)
+            .field("config", &self.config)
             .finish()
     }
 }
 
 impl TlsConnector {
-    /// TLS over `inner`.
+    /// TLS over `inner`. Fails when an extra root is not a usable certificate; the
+    /// platform's trust store is read at the first connection, not here.
     pub fn new(inner: Arc<dyn Connector>, options: &TlsOptions) -> io::Result<Self> {
-        let config = client_config(options)?;
         Ok(TlsConnector {
             inner,
-            tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
-            insecure: options.insecure,
+            config: ClientConfigCell::new(options.clone())?,
         })
     }
 }
@@ -106,8 +106,11 @@ impl Connector for TlsConnector {
     async fn connect(&self, target: &Target) -> io::Result<BoxedStream> {
         let name = ServerName::try_from(target.host.clone())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let stream = self.inner.connect(target).await?;
-        let tls = self.tls.connect(name, stream).await?;
+        // The trust store is read (once) while the TCP connection is being made.
+        let (stream, config) = tokio::try_join!(self.inner.connect(target), self.config.get())?;
+        let tls = tokio_rustls::TlsConnector::from(config)
+            .connect(name, stream)
+            .await?;
         Ok(Box::new(tls))
     }
 }

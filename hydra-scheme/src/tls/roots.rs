@@ -87,6 +87,16 @@ fn platform_roots() -> &'static RootCertStore {
 /// The platform's roots plus `extra`.
 pub(super) fn trusted(extra: &[CertificateDer<'static>]) -> io::Result<RootCertStore> {
     let mut roots = platform_roots().clone();
+    add_extra(&mut roots, extra)?;
+    Ok(roots)
+}
+
+/// Whether every root in `extra` is usable, without reading the platform's store.
+pub(super) fn check_extra(extra: &[CertificateDer<'static>]) -> io::Result<()> {
+    add_extra(&mut RootCertStore::empty(), extra)
+}
+
+fn add_extra(roots: &mut RootCertStore, extra: &[CertificateDer<'static>]) -> io::Result<()> {
     for c in extra {
         roots.add(c.clone()).map_err(|e| {
             io::Error::new(
@@ -95,5 +105,5 @@ pub(super) fn trusted(extra: &[CertificateDer<'static>]) -> io::Result<RootCertS
             )
         })?;
     }
-    Ok(roots)
+    Ok(())
 }

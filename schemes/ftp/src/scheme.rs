@@ -60,7 +60,7 @@ pub const FRESH_CHECK: Duration = Duration::from_secs(1);
 pub struct FtpScheme {
     options: FtpOptions,
     dialer: Dialer,
-    tls: tokio_rustls::TlsConnector,
+    tls: hydra_scheme::tls::ClientConfigCell,
     pool: Pool,
     stats: Stats,
     /// Hosts a probe found offering `REST`, and whether their `FEAT` listed `MLST`. A transfer
@@ -89,7 +89,7 @@ impl FtpScheme {
             dialer: Dialer {
                 rules: std::sync::Arc::new(options.proxy.clone()),
             },
-            tls: session::tls_connector(&options)?,
+            tls: session::tls_config(&options)?,
             pool: Pool::new(options.pool_idle_timeout)
                 .ceiling_per_host(options.max_sessions_per_host),
             options,

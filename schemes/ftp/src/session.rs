@@ -11,6 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use chrono::NaiveDateTime;
 
 use hydra_scheme::proxy::{dial_tcp, ProxyRules, Route};
+use hydra_scheme::tls::ClientConfigCell;
 use hydra_scheme::{Endpoint, ErrorKind, Target, TimeoutPhase};
 use suppaftp::tokio::{AsyncRustlsConnector, AsyncRustlsFtpStream, TransferStream};
 use suppaftp::types::{FileType, Response};
@@ -139,16 +140,16 @@ fn passive_builder(
     }
 }
 
-/// Builds the rustls connector for FTPS from the configuration HTTPS uses too
+/// The TLS configuration for FTPS, from the one HTTPS uses too
 /// ([`hydra_scheme::tls::client_config`]: the platform's roots plus `extra_roots`, worded
-/// certificate refusals). The same config serves the control and every data connection, so
-/// TLS sessions resume (servers that require session reuse on the data connection accept it).
-pub(crate) fn tls_connector(options: &FtpOptions) -> io::Result<tokio_rustls::TlsConnector> {
-    let config = hydra_scheme::tls::client_config(&hydra_scheme::TlsOptions {
+/// certificate refusals), built at the first FTPS session ([`ClientConfigCell`]). The same
+/// config serves the control and every data connection, so TLS sessions resume (servers that
+/// require session reuse on the data connection accept it).
+pub(crate) fn tls_config(options: &FtpOptions) -> io::Result<ClientConfigCell> {
+    ClientConfigCell::new(hydra_scheme::TlsOptions {
         extra_roots: options.extra_roots.clone(),
         ..hydra_scheme::TlsOptions::default()
-    })?;
-    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+    })
 }
 
 /// Dials, reads the greeting, runs `AUTH TLS` when asked, logs in and sets `TYPE I` — all
@@ -159,17 +160,23 @@ pub(crate) async fn open(
     permit: OwnedSemaphorePermit,
     options: &FtpOptions,
     dialer: &Dialer,
-    tls: &tokio_rustls::TlsConnector,
+    tls: &ClientConfigCell,
 ) -> Result<Session, ErrorKind> {
     let setup = async {
         let route = dialer.rules.route(ep.url_scheme(), &key.host, key.port);
-        let tcp = dial_tcp(&route, &Target::new(key.host.clone(), key.port))
-            .await
-            .map_err(ErrorKind::Io)?;
+        let target = Target::new(key.host.clone(), key.port);
+        let dial = dial_tcp(&route, &target);
+        // An FTPS session's trust store is read (once) while its TCP connection is made.
+        let (tcp, config) = if key.tls {
+            let (tcp, config) = tokio::try_join!(dial, tls.get()).map_err(ErrorKind::Io)?;
+            (tcp, Some(config))
+        } else {
+            (dial.await.map_err(ErrorKind::Io)?, None)
+        };
         let peer = tcp.peer_addr().map_err(ErrorKind::Io)?.ip();
         let mut ftp = Ftp::connect_with_stream(tcp).await.map_err(map_ftp)?;
-        if key.tls {
-            let connector = AsyncRustlsConnector::from(tls.clone());
+        if let Some(config) = config {
+            let connector = AsyncRustlsConnector::from(tokio_rustls::TlsConnector::from(config));
             ftp = ftp
                 .into_secure(connector, &key.host)
                 .await
