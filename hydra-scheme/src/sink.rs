@@ -58,7 +58,9 @@ pub trait Sink: Send + Sync {
     fn written(&self) -> RangeSet;
     /// Bytes that were written more than once (a coverage violation when non-zero).
     fn overlap_bytes(&self) -> u64;
-    /// Makes every written byte durable.
+    /// Makes every written byte durable. Called more than once: the engine calls it on a
+    /// blocking thread as soon as every byte is held, while the closing checks are answered,
+    /// and again before it reports the transfer complete, for anything written since.
     fn finish(&self) -> io::Result<()>;
     /// Reads back written bytes at `offset` into `buf` (the engine compares a stream's first
     /// bytes with what is held; see `engine::proof`). The default cannot: `Unsupported`.

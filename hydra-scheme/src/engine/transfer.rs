@@ -155,11 +155,28 @@ impl<'a> Transfer<'a> {
     pub(super) async fn run(mut self) -> Result<Report, EngineError> {
         loop {
             self.until_held().await?;
-            if self.close().await? {
+            // Every byte is held: it is made durable while the closing checks are answered
+            // rather than after them. `report` syncs again, for what was written since.
+            let durable = self.sync_in_background();
+            let closed = self.close().await;
+            let synced = durable.await;
+            // A changed object outranks the disk's error: the file is refused either way.
+            let closed = closed?;
+            synced.map_err(EngineError::Sink)?;
+            if closed {
                 break;
             }
         }
         self.report()
+    }
+
+    /// The sink's `finish` on a blocking thread; its error is the sink's. An error is kept
+    /// rather than left for the next `finish` to see: after a failed `fsync` the kernel may
+    /// report the next one clean though the data was lost.
+    fn sync_in_background(&self) -> impl std::future::Future<Output = std::io::Result<()>> {
+        let sink = self.sink.clone();
+        let task = tokio::task::spawn_blocking(move || sink.finish());
+        async move { task.await.map_err(std::io::Error::other)? }
     }
 
     /// The loop: inputs in → `tick(now)` → actions out, until every byte is held and the
