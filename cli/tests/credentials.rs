@@ -380,31 +380,33 @@ async fn dash_dash_cacert_makes_the_ca_trusted() {
 async fn ssl_cert_file_replaces_the_system_store() {
     let dir = tempfile::tempdir().unwrap();
     let (url, ca, _o) = https_origin(dir.path(), &["127.0.0.1"], false).await;
-    let out = dir.path().join("out.bin").display().to_string();
-    let mut c = hydra_cmd(&args(&["get", "--no-host-memory", "-o", &out, &url]));
-    c.env("SSL_CERT_FILE", &ca).env_remove("SSL_CERT_DIR");
-    let o = tokio::time::timeout(BOUND, c.output())
-        .await
-        .expect("hydra finishes within the bound")
-        .unwrap();
+    let o = get_with_store(dir.path(), &url, &[], Path::new(&ca)).await;
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert_eq!(std::fs::read(&out).unwrap(), object(6, 4000));
+    assert_eq!(
+        std::fs::read(dir.path().join("out.bin")).unwrap(),
+        object(6, 4000)
+    );
 }
 
-/// Runs `hydra get` like [`get`] with `SSL_CERT_FILE` naming a file that does not exist, so
-/// that reading the trust store leaves a `trust store:` warning on stderr.
-async fn get_with_a_missing_store(dir: &Path, url: &str, extra: &[&str]) -> Output {
+/// Runs `hydra get` like [`get`] (without `-v`) with `SSL_CERT_FILE` naming `store` and no
+/// `SSL_CERT_DIR`.
+async fn get_with_store(dir: &Path, url: &str, extra: &[&str], store: &Path) -> Output {
     let out = dir.join("out.bin").display().to_string();
     let mut a = vec!["get", "--no-host-memory", "-o", &out];
     a.extend_from_slice(extra);
     a.push(url);
     let mut c = hydra_cmd(&args(&a));
-    c.env("SSL_CERT_FILE", dir.join("no-such-store.pem"))
-        .env_remove("SSL_CERT_DIR");
+    c.env("SSL_CERT_FILE", store).env_remove("SSL_CERT_DIR");
     tokio::time::timeout(BOUND, c.output())
         .await
         .expect("hydra finishes within the bound")
         .unwrap()
+}
+
+/// Runs `hydra get` like [`get`] with `SSL_CERT_FILE` naming a file that does not exist, so
+/// that reading the trust store leaves a `trust store:` warning on stderr.
+async fn get_with_a_missing_store(dir: &Path, url: &str, extra: &[&str]) -> Output {
+    get_with_store(dir, url, extra, &dir.join("no-such-store.pem")).await
 }
 
 #[tokio::test]
