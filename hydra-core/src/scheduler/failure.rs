@@ -185,21 +185,18 @@ impl Scheduler {
         let Some(asked) = self.slots[slot].fetch.as_ref().map(|f| f.requested_at) else {
             return;
         };
-        for i in self.slot_ids() {
-            let unanswered = self.slots[i].source == src
-                && self.slots[i].fetch.as_ref().is_some_and(|f| {
-                    !f.cancelled && f.first_byte_at.is_none() && f.requested_at <= asked
-                });
-            if i == slot || unanswered {
-                if let Some(pos) = self.slots[i]
-                    .fetch
-                    .as_ref()
-                    .filter(|f| !f.cancelled)
-                    .map(|f| f.pos)
-                {
-                    self.shrink(i, pos, true);
-                }
-            }
+        let backlog: Vec<(ConnId, u64)> = self
+            .slot_ids()
+            .filter_map(|i| {
+                let f = self.slots[i].fetch.as_ref().filter(|f| !f.cancelled)?;
+                let waiting = self.slots[i].source == src
+                    && f.first_byte_at.is_none()
+                    && f.requested_at <= asked;
+                (i == slot || waiting).then_some((i, f.pos))
+            })
+            .collect();
+        for (i, pos) in backlog {
+            self.shrink(i, pos, true);
         }
         let serving = self
             .slot_ids()
