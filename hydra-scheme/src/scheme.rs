@@ -103,6 +103,28 @@ pub trait Scheme: Send + Sync {
         self.probe(endpoint).await
     }
 
+    /// Asks `endpoint` for the object from `offset` to its end (`size` bytes in all, as
+    /// another source's probe saw it) and keeps the response, like a primed probe's, for the
+    /// first fetch of `endpoint` that starts at `offset`: that fetch continues it once it has
+    /// checked the response against its own probe (a response of another object is dropped
+    /// and the fetch sends its request), and waits for its head if it is still coming. The
+    /// engine calls it while the source's probe is still out, once the first of several
+    /// sources has answered, with the offset the first split will give the source: its first
+    /// bytes then arrive as if the transfer had started when the first answer came
+    /// ([`EngineOptions::prime_first_probe`](crate::engine::EngineOptions::prime_first_probe)).
+    /// A fetch of the endpoint from another offset drops the response (the split made is not
+    /// the one predicted), and so does [`PRIMED_TTL`] without a fetch. Errors are logged, not
+    /// retried. Default: nothing (the fetch sends its request).
+    async fn request_ahead(
+        &self,
+        endpoint: &Endpoint,
+        offset: u64,
+        size: u64,
+    ) -> Result<(), SchemeError> {
+        let _ = (endpoint, offset, size);
+        Ok(())
+    }
+
     /// Whether a primed probe's response ([`Scheme::probe_primed`]) is held for `endpoint`,
     /// waiting for its fetch from offset 0. The engine asks as the transfer starts: the first
     /// split then counts that fetch as delivering since the probe answered, with no request

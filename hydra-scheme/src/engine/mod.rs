@@ -35,6 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+mod ahead;
 mod closing;
 mod events;
 mod fetches;

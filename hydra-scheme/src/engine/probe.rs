@@ -3,6 +3,7 @@
 //! ([`Joining`]). A caller with rules of its own (a resumed download that must continue the
 //! object it recorded) adds them through a [`ProbePolicy`].
 
+use super::ahead;
 use super::hedge::{probe_once, Deadline};
 use super::source::Ahead;
 use super::vote::{self, Ballots, Vote};
@@ -159,7 +160,8 @@ impl Engine {
                 }),
             }
         }
-        let kept = elect(answered, &mut dropped);
+        let at: Vec<usize> = (0..answered.len()).collect();
+        let kept = elect(answered, &at, &mut dropped);
         if kept.is_empty() {
             return Err(EngineError::NoUsableSource(dropped));
         }
@@ -200,17 +202,24 @@ impl Engine {
         let probing = Instant::now();
         // Aborted (when still opening) as this returns, when the transfer may start.
         let preparing = prepare_all(&sources, &self.opts.config, self.opts.probe_timeout);
+        let inputs = sources.clone();
         let mut rx = self.spawn_probes(sources, &preparing);
         let mut ballot = Ballot::new(policy.clone());
-        while ballot.answered < total && ballot.fit.is_empty() {
+        while ballot.answered() < total && ballot.fit.is_empty() {
             let Some(a) = rx.recv().await else { break };
             ballot.take(a);
         }
         if !ballot.fit.is_empty() {
+            let pending: Vec<(usize, SourceInput)> = inputs
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| !ballot.heard.contains(i))
+                .collect();
+            ahead::send(&self.opts, total, &ballot.fit[0], &pending);
             let first_at = Instant::now();
             let grace = probing + probing.elapsed().mul_f64(self.opts.probe_grace.max(1.0));
             let quorum_deadline = grace.max(first_at + self.opts.probe_quorum_wait);
-            while ballot.answered < total {
+            while ballot.answered() < total {
                 let settled = policy.settled() || agreement::has_majority(&ballot.probes(), total);
                 let deadline = if settled { grace } else { quorum_deadline };
                 let Ok(Some(a)) = tokio::time::timeout_at(deadline, rx.recv()).await else {
@@ -221,7 +230,7 @@ impl Engine {
         }
         drop(preparing);
         let sources = ballot.close()?;
-        let pending = total - ballot.answered;
+        let pending = total - ballot.answered();
         let vote = Vote::new(
             Ballots {
                 given: total,
@@ -270,10 +279,13 @@ struct Ballot {
     /// Answers that fit the policy, in the order they came.
     fit: Vec<ProbedSource>,
     /// Answers the policy says may not take part, with why.
-    unfit: Vec<(ProbedSource, String)>,
+    unfit: Vec<(usize, ProbedSource, String)>,
     /// Sources left out, with why.
     dropped: Vec<(String, String)>,
-    answered: usize,
+    /// The positions of the sources that answered, in the order they did.
+    heard: Vec<usize>,
+    /// The position of each source in `fit`.
+    fit_at: Vec<usize>,
     /// Every probe that fit, agreeing or not, once closed (what a [`Vote`] starts from).
     counted: Vec<Probe>,
 }
@@ -285,9 +297,15 @@ impl Ballot {
             fit: Vec::new(),
             unfit: Vec::new(),
             dropped: Vec::new(),
-            answered: 0,
+            heard: Vec::new(),
+            fit_at: Vec::new(),
             counted: Vec::new(),
         }
+    }
+
+    /// How many sources have answered.
+    fn answered(&self) -> usize {
+        self.heard.len()
     }
 
     fn probes(&self) -> Vec<&Probe> {
@@ -296,10 +314,13 @@ impl Ballot {
 
     /// Files one answer.
     fn take(&mut self, a: Answer) {
-        self.answered += 1;
+        self.heard.push(a.index);
         self.policy.answered(&a.view());
         let Answer {
-            input, result, at, ..
+            index,
+            input,
+            result,
+            at,
         } = a;
         match result {
             Err(e) => drop_failed(&input, &e, &mut self.dropped),
@@ -311,8 +332,11 @@ impl Ballot {
                     answered: at,
                 };
                 match misfit {
-                    None => self.fit.push(s),
-                    Some(why) => self.unfit.push((s, why)),
+                    None => {
+                        self.fit.push(s);
+                        self.fit_at.push(index);
+                    }
+                    Some(why) => self.unfit.push((index, s, why)),
                 }
             }
         }
@@ -324,20 +348,24 @@ impl Ballot {
             let named: Vec<(String, String)> = self
                 .unfit
                 .iter()
-                .map(|(s, why)| (s.input.endpoint.to_string(), why.clone()))
+                .map(|(_, s, why)| (s.input.endpoint.to_string(), why.clone()))
                 .collect();
             self.policy
                 .all_unfit(&named)
                 .map_err(EngineError::Refused)?;
-            self.fit = self.unfit.drain(..).map(|(s, _)| s).collect();
+            for (i, s, _) in self.unfit.drain(..) {
+                self.fit.push(s);
+                self.fit_at.push(i);
+            }
         }
-        for (s, why) in self.unfit.drain(..) {
+        for (_, s, why) in self.unfit.drain(..) {
             let why = format!("{why}; left out");
             tracing::debug!(source = %s.input.endpoint, "{why}");
             self.dropped.push((s.input.endpoint.to_string(), why));
         }
         self.counted = self.probes().into_iter().cloned().collect();
-        let kept = elect(std::mem::take(&mut self.fit), &mut self.dropped);
+        let at = std::mem::take(&mut self.fit_at);
+        let kept = elect(std::mem::take(&mut self.fit), &at, &mut self.dropped);
         if kept.is_empty() {
             return Err(EngineError::NoUsableSource(std::mem::take(
                 &mut self.dropped,
@@ -478,9 +506,15 @@ impl Fit {
     }
 }
 
-/// The sources that describe the object by [`agreement::quorum`], the reference first, then
-/// the others in the order they answered; those left out go to `dropped` with why.
-fn elect(answers: Vec<ProbedSource>, dropped: &mut Vec<(String, String)>) -> Vec<ProbedSource> {
+/// The sources that describe the object by [`agreement::quorum`] (`answers` in the order they
+/// came, `at` their positions among the sources given), the reference first, then the others
+/// in the order given (the order [`ahead`] predicts the first split in); those left out go to
+/// `dropped` with why.
+fn elect(
+    answers: Vec<ProbedSource>,
+    at: &[usize],
+    dropped: &mut Vec<(String, String)>,
+) -> Vec<ProbedSource> {
     let probes: Vec<&Probe> = answers.iter().map(|a| &a.probe).collect();
     let Some(q) = agreement::quorum(&probes) else {
         return Vec::new();
@@ -493,6 +527,12 @@ fn elect(answers: Vec<ProbedSource>, dropped: &mut Vec<(String, String)>) -> Vec
         }
     }
     let mut kept: Vec<ProbedSource> = slots[q.reference].take().into_iter().collect();
-    kept.extend(slots.into_iter().flatten());
+    let mut rest: Vec<(usize, ProbedSource)> = slots
+        .into_iter()
+        .zip(at)
+        .filter_map(|(s, &i)| s.map(|s| (i, s)))
+        .collect();
+    rest.sort_by_key(|&(i, _)| i);
+    kept.extend(rest.into_iter().map(|(_, s)| s));
     kept
 }

@@ -167,7 +167,8 @@ impl fmt::Debug for ProbedSource {
 pub struct Probed {
     /// The object's size.
     pub size: u64,
-    /// The sources that agree, in the order given.
+    /// The sources that agree: the one whose probe describes the object first, then the others
+    /// in the order given.
     pub sources: Vec<ProbedSource>,
     /// Sources left out, with why (their probe failed, or they disagree).
     pub dropped: Vec<(String, String)>,

@@ -86,6 +86,8 @@ pub struct Misbehaviour {
     /// Serve a wrong byte in some pieces of the object: right headers, right offsets, a copy
     /// damaged in places (a mirror a piece hash catches).
     pub corrupt_pieces: Option<CorruptPieces>,
+    /// Answer each request this much later (a distant mirror: its probe answers late).
+    pub head_delay: Option<Duration>,
 }
 
 /// Damaged pieces: the object in pieces of `length` bytes, of which every `every`-th
@@ -326,7 +328,13 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>) {
             let service = service_fn(move |req| {
                 let state = state.clone();
                 let n = served_here.fetch_add(1, Ordering::SeqCst) + 1;
-                async move { Ok::<_, Infallible>(respond(&state, &req, n)) }
+                async move {
+                    let delay = state.misbehaviour().head_delay;
+                    if let Some(d) = delay {
+                        tokio::time::sleep(d).await;
+                    }
+                    Ok::<_, Infallible>(respond(&state, &req, n))
+                }
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())

@@ -12,14 +12,14 @@ use hydra_core::{ByteRange, Capabilities, ConnId};
 use hydra_scheme::proxy::ProxyConnector;
 use hydra_scheme::{
     Advertised, Connector, Endpoint, ErrorKind, FetchOutcome, FetchRequest, Probe, Scheme,
-    SchemeError, Target, TimeoutPhase, TlsConnector,
+    SchemeError, Target, TimeoutPhase, TlsConnector, PRIMED_TTL,
 };
 use hyper::body::{Body as _, Incoming};
 use hyper_util::rt::TokioIo;
 
 use crate::options::HttpOptions;
 use crate::pool::{Conn, OriginKey, Pool};
-use crate::primed::PrimedResponses;
+use crate::primed::{Arrival, PrimedResponses, Waiting};
 use crate::request::{build_request, Ask};
 use crate::response::{self, check_same_object, says_close};
 use crate::stats::{HttpStats, Stats};
@@ -40,6 +40,10 @@ use crate::stats::{HttpStats, Stats};
 ///   `bytes=0-` and, when the response is the whole object (a `206` naming `0-(S-1)/S`, or a
 ///   `200`), keeps it for the first fetch from 0, which then reads its body instead of sending
 ///   a request.
+/// * A request ahead ([`Scheme::request_ahead`]) asks for `bytes=OFFSET-` and keeps a `206`
+///   naming `OFFSET-(S-1)/S` for the first fetch from that offset, which continues it once its
+///   ETag, Last-Modified and total length are the fetch's probe's (otherwise it sends its own
+///   request), waiting for its head while it is coming.
 pub struct HttpScheme {
     options: HttpOptions,
     plain: Arc<dyn Connector>,
@@ -465,6 +469,72 @@ impl HttpScheme {
         Ok((conn, resp, end_of_body))
     }
 
+    /// A response to `bytes=OFFSET-` whose body is the object of `size` bytes from `offset`
+    /// to its end (a `206` naming `offset-(size-1)/size`), with its connection.
+    async fn ask_ahead(&self, ep: &Endpoint, offset: u64, size: u64) -> Result<Waiting, ErrorKind> {
+        let asked = ByteRange::new(offset, size.max(offset));
+        if asked.is_empty() {
+            let got = format!("an offset past the object's {size} bytes");
+            return Err(ErrorKind::WrongRange { asked, got });
+        }
+        let ask = Ask {
+            range: Some((offset, None)),
+            if_range: None,
+            slot: None,
+        };
+        let head = self.exchange(ep, &ask, &|_| {}).await.map_err(|e| e.kind)?;
+        let h = head.resp.headers();
+        match head.resp.status() {
+            StatusCode::PARTIAL_CONTENT => {}
+            s => return Err(self.status_error(s, h, head.redirected.as_ref())),
+        }
+        response::check_identity_encoding(h).map_err(ErrorKind::Protocol)?;
+        let cr = response::content_range(h).map_err(|got| ErrorKind::WrongRange { asked, got })?;
+        if cr.range != Some((offset, size - 1)) || cr.total != Some(size) {
+            let got = content_range_text(h);
+            return Err(ErrorKind::WrongRange { asked, got });
+        }
+        Ok(Waiting {
+            conn: head.conn,
+            resp: head.resp,
+            body_end: size,
+        })
+    }
+
+    /// The held response `arrival` when it describes the fetch's object (its validators and
+    /// total length are the probe's), its head awaited for at most [`PRIMED_TTL`] while the
+    /// fetch still wants bytes; `None` (the response dropped) when the fetch must send its own
+    /// request. The session is reported as primed when the head was already in.
+    async fn continue_held(&self, req: &FetchRequest, arrival: Arrival) -> Option<Waiting> {
+        let (w, ready) = match arrival {
+            Arrival::Ready(w) => (*w, true),
+            Arrival::Coming(rx) => {
+                let w = tokio::select! {
+                    biased;
+                    _ = req.writer.exhausted() => None,
+                    r = tokio::time::timeout(PRIMED_TTL, rx) => r.ok().and_then(|r| r.ok()).flatten(),
+                };
+                (w?, false)
+            }
+        };
+        let h = w.resp.headers();
+        let total = match w.resp.status() {
+            StatusCode::PARTIAL_CONTENT => response::content_range(h).ok()?.total,
+            _ => Some(w.body_end),
+        };
+        if let Err(why) = check_same_object(&req.expect, h, total) {
+            tracing::debug!(source = %req.endpoint, "held response not continued: {why}");
+            return None;
+        }
+        if ready {
+            req.writer.primed();
+        } else {
+            req.writer.connected(true);
+        }
+        req.writer.first_byte();
+        Some(w)
+    }
+
     async fn fetch_inner(&self, req: &mut FetchRequest) -> Result<FetchOutcome, ErrorKind> {
         let start = req.writer.offset();
         let hi = req.writer.bound().hi();
@@ -486,21 +556,16 @@ impl HttpScheme {
             slot: Some(req.slot),
         };
         let asked = ByteRange::new(start, hi);
-        // A primed probe's response for this endpoint continues as the fetch from 0. A fetch
-        // starting elsewhere leaves it: a lone source's first split asks for all its fetches
-        // at once, and the one from 0 may come second. One no fetch takes is dropped after
-        // `PRIMED_TTL`.
-        let primed = if start == 0 {
-            self.primed.take(&req.endpoint)
-        } else {
-            None
+        // A response held for this endpoint from `start` (a primed probe's, or a request sent
+        // ahead) continues as this fetch. A fetch starting elsewhere leaves it: a lone
+        // source's first split asks for all its fetches at once, and the one from 0 may come
+        // second. One no fetch takes is dropped after `PRIMED_TTL`.
+        let held = match self.primed.take(&req.endpoint, start) {
+            Some(arrival) => self.continue_held(req, arrival).await,
+            None => None,
         };
-        let (conn, resp, end_of_body) = match primed {
-            Some(w) => {
-                req.writer.primed();
-                req.writer.first_byte();
-                (w.conn, w.resp, w.body_end)
-            }
+        let (conn, resp, end_of_body) = match held {
+            Some(w) => (w.conn, w.resp, w.body_end),
             // A fetch cut to nothing or cancelled while its response head is awaited ends
             // now, so that its slot is not held while the server takes its time (a server
             // that serves one connection at a time may never answer).
@@ -644,6 +709,26 @@ impl Scheme for HttpScheme {
 
     async fn probe_primed(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
         self.probe_inner(endpoint, true).await
+    }
+
+    async fn request_ahead(
+        &self,
+        endpoint: &Endpoint,
+        offset: u64,
+        size: u64,
+    ) -> Result<(), SchemeError> {
+        let tx = self.primed.expect(endpoint, offset);
+        match self.ask_ahead(endpoint, offset, size).await {
+            // A receiver gone (taken and given up on, or past its time) drops the response.
+            Ok(w) => {
+                let _ = tx.send(Some(w));
+                Ok(())
+            }
+            Err(kind) => {
+                let _ = tx.send(None);
+                Err(SchemeError::new(endpoint, kind))
+            }
+        }
     }
 
     fn holds_primed(&self, endpoint: &Endpoint) -> bool {
