@@ -28,13 +28,17 @@
 #                   hydra runs with an empty host memory every time (a first download);
 #                   hydra-warm with the memory one untimed hydra run through the same links
 #                   left before the scenario's repetitions (a second download from the same
-#                   hosts: it opens the connection count that run found, within a day)
+#                   hosts: it opens the connection count that run found, within a day);
+#                   hydra-base a first download by the binary HYDRA_BASE names (another
+#                   build, e.g. the parent commit's), in the same rotation as hydra: the
+#                   runs of a change and of its base alternate
 #   --out DIR       keep raw results there (runs.tsv, stats, hydra summaries, report.md);
 #                   default a temporary directory, removed on exit
 #   --no-memory     skip the peak-RSS runs
 #   --no-build      use the binaries already in ${CARGO_TARGET_DIR:-target}/release
 #   --no-install    do not apt-get install missing peer tools
-# Environment: HYDRA_EXTRA (words added to `hydra get`, for diagnostics, e.g.
+# Environment: HYDRA_BASE (the binary hydra-base runs); HYDRA_EXTRA (words added to
+#   `hydra get`, for diagnostics, e.g.
 #   HYDRA_EXTRA='--fixed-connections 4' bash bench/peers.sh --scenarios headroom --tools hydra);
 #   ARIA2C_FLAGS (aria2c's connection options, default '-x 16 -s 16 -k 1M
 #   --uri-selector=adaptive'; issue #29 measured '-x 4 -s 8 -k 1M');
@@ -104,7 +108,7 @@ declare -A PKG=([aria2c]=aria2 [axel]=axel [lftp]=lftp [rclone]=rclone [curl]=cu
 IFS=, read -r -a TOOL_LIST <<< "$TOOLS"
 missing=()
 for t in "${TOOL_LIST[@]}"; do
-  case $t in hydra|hydra-warm) continue ;; esac
+  case $t in hydra|hydra-warm|hydra-base) continue ;; esac
   [ -n "${PKG[$t]:-}" ] || { echo "peers.sh: unknown tool $t" >&2; exit 2; }
   command -v "$t" >/dev/null || missing+=("${PKG[$t]}")
 done
@@ -115,7 +119,10 @@ if [ ${#missing[@]} -gt 0 ] && [ "$INSTALL" = 1 ] && [ "$(id -u)" = 0 ] && comma
 fi
 ACTIVE=()
 for t in "${TOOL_LIST[@]}"; do
-  if [ "$t" = hydra ] || [ "$t" = hydra-warm ] || command -v "$t" >/dev/null; then ACTIVE+=("$t")
+  if [ "$t" = hydra-base ]; then
+    if [ -x "${HYDRA_BASE:-}" ]; then ACTIVE+=("$t")
+    else note "skipped hydra-base: HYDRA_BASE names no executable"; fi
+  elif [ "$t" = hydra ] || [ "$t" = hydra-warm ] || command -v "$t" >/dev/null; then ACTIVE+=("$t")
   else note "skipped $t: not installed (package ${PKG[$t]})"; fi
 done
 {
@@ -128,6 +135,7 @@ done
       lftp) lftp --version | head -1 ;;
       rclone) rclone version | head -1 ;;
       curl) curl --version | head -1 ;;
+      hydra-base) echo "hydra-base: $HYDRA_BASE" ;;
     esac
   done
 } > "$OUT/versions.txt" 2>&1 || true
@@ -157,11 +165,13 @@ tool_cmd() {
   local hostport=${first#*://}; hostport=${hostport#*@}; hostport=${hostport%%/*}
   local host=${hostport%:*} port=${hostport##*:}
   case $PROTOCOL:$tool in
-    *:hydra|*:hydra-warm)
-      # the host memory: an empty one per run (hydra), or the scenario's (hydra-warm)
-      local state="$(dirname "$out")/state"
+    *:hydra|*:hydra-warm|*:hydra-base)
+      # the host memory: an empty one per run (hydra, hydra-base), or the scenario's
+      # (hydra-warm)
+      local state="$(dirname "$out")/state" bin="$BIN/hydra"
       [ "$tool" = hydra-warm ] && state="$T/warm-$SCEN"
-      CMD=(env HYDRA_STATE_DIR="$state" "$BIN/hydra" get -q $HYDRA_EXTRA "$@" -o "$out"
+      [ "$tool" = hydra-base ] && bin=$HYDRA_BASE
+      CMD=(env HYDRA_STATE_DIR="$state" "$bin" get -q $HYDRA_EXTRA "$@" -o "$out"
            --summary-json "$out.summary.json")
       if [ "$PROTOCOL" = sftp ]; then CMD+=(--known-hosts "$T/known_hosts"); fi ;;
     *:aria2c)
@@ -360,7 +370,7 @@ print(hashlib.sha1(base64.b64decode(sys.argv[1].split()[1])).hexdigest())' "$hk"
       fi
       mkdir -p "$OUT/raw/$s"
       cp "$d/stats.json" "$OUT/raw/$s/$tool-$rep.stats.json" 2>/dev/null || true
-      case $tool in hydra|hydra-warm)
+      case $tool in hydra|hydra-warm|hydra-base)
         cp "$out.summary.json" "$OUT/raw/$s/$tool-$rep.summary.json" 2>/dev/null || true ;;
       esac
       rm -rf "$d"
