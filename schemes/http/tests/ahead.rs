@@ -11,8 +11,9 @@ use std::time::Duration;
 use common::{bounded, fetch, scheme};
 use hydra_core::{ByteRange, Concurrency, Config, Remembered};
 use hydra_scheme::engine::{Engine, EngineOptions, SourceInput};
-use hydra_scheme::{Endpoint, FetchOutcome, MemorySink, RangeSet, Scheme};
+use hydra_scheme::{Endpoint, FetchOutcome, MemorySink, Probe, RangeSet, Scheme};
 use hydra_scheme_http::origin::{object_bytes, Misbehaviour, Origin, OriginConfig};
+use hydra_scheme_http::HttpScheme;
 
 const SIZE: u64 = 1 << 20;
 
@@ -40,15 +41,28 @@ fn asked_from(o: &Origin, offset: u64) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fetch_from_the_offset_asked_ahead_continues_that_response_without_a_request() {
+/// An origin, a scheme that has probed it, and the probe's answer.
+struct Asked {
+    o: Origin,
+    s: Arc<HttpScheme>,
+    probe: Probe,
+}
+
+/// Probes a new origin of the object of seed 7, then asks it ahead from `offset`.
+async fn probed_then_asked_ahead(offset: u64) -> Asked {
     let o = origin(7, Misbehaviour::default()).await;
     let s = scheme();
     let ep = endpoint(&o);
     let probe = bounded(s.probe(&ep)).await.expect("probe");
-    bounded(s.request_ahead(&ep, 4096, SIZE))
+    bounded(s.request_ahead(&ep, offset, SIZE))
         .await
         .expect("request ahead");
+    Asked { o, s, probe }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_from_the_offset_asked_ahead_continues_that_response_without_a_request() {
+    let Asked { o, s, probe } = probed_then_asked_ahead(4096).await;
     let range = ByteRange::new(4096, 65536);
     let sink = Arc::new(MemorySink::new(SIZE as usize));
     let outcome = fetch(&s, &o.url("/object"), &probe, range, &sink).await;
@@ -61,11 +75,7 @@ async fn a_fetch_from_the_offset_asked_ahead_continues_that_response_without_a_r
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fetch_waits_for_the_response_asked_ahead_while_it_is_coming() {
-    let slow = Misbehaviour {
-        head_delay: Some(Duration::from_millis(300)),
-        ..Misbehaviour::default()
-    };
-    let o = origin(7, slow).await;
+    let o = far_origin(7, 300).await;
     let s = scheme();
     let ep = endpoint(&o);
     let probe = bounded(s.probe(&ep)).await.expect("probe");
@@ -109,13 +119,7 @@ async fn a_response_asked_ahead_that_describes_another_object_is_never_continued
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_response_asked_ahead_is_dropped_once_the_source_s_fetch_starts_elsewhere() {
-    let o = origin(7, Misbehaviour::default()).await;
-    let s = scheme();
-    let ep = endpoint(&o);
-    let probe = bounded(s.probe(&ep)).await.expect("probe");
-    bounded(s.request_ahead(&ep, 4096, SIZE))
-        .await
-        .expect("request ahead");
+    let Asked { o, s, probe } = probed_then_asked_ahead(4096).await;
     let sink = Arc::new(MemorySink::new(SIZE as usize));
     let url = o.url("/object");
     // The split made is not the one predicted: the fetch starts elsewhere.
@@ -189,55 +193,57 @@ async fn transfer_with(e: Engine, origins: &[&Origin], remembered: Option<Rememb
 /// way, less the bytes a stream asks for to prove its offset.
 const SECOND_HALF_ASKED: u64 = SIZE / 2 - 64;
 
+/// An origin of the object of `seed` that answers every request `ms` late: a mirror whose
+/// probe is still out when a near one answers.
+async fn far_origin(seed: u64, ms: u64) -> Origin {
+    let late = Misbehaviour {
+        head_delay: Some(Duration::from_millis(ms)),
+        ..Misbehaviour::default()
+    };
+    origin(seed, late).await
+}
+
+/// Asserts that the only request `o` saw from `from` is the request ahead (`bytes=FROM-`):
+/// its first fetch continued that response.
+fn assert_continued(o: &Origin, from: u64) {
+    assert_eq!(
+        asked_from(o, from),
+        [format!("bytes={from}-")],
+        "{:?}",
+        o.ranges_asked()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mirror_still_probing_when_the_first_answers_is_asked_for_its_first_range_at_once() {
     let fast = origin(7, Misbehaviour::default()).await;
-    let far = Misbehaviour {
-        head_delay: Some(Duration::from_millis(150)),
-        ..Misbehaviour::default()
-    };
-    let far = origin(7, far).await;
+    let far = far_origin(7, 150).await;
     let bytes = transfer(&[&fast, &far]).await;
     assert_eq!(bytes, object_bytes(7, ByteRange::new(0, SIZE)));
-    // Its first range was asked once, open-ended, before its probe answered; the fetch
-    // continued that response.
-    assert_eq!(
-        asked_from(&far, SECOND_HALF_ASKED),
-        [format!("bytes={SECOND_HALF_ASKED}-")],
-        "{:?}",
-        far.ranges_asked()
-    );
+    // Its first range was asked once, open-ended, before its probe answered.
+    assert_continued(&far, SECOND_HALF_ASKED);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mirror_of_another_object_leaves_its_response_asked_ahead_untaken() {
     let fast = origin(7, Misbehaviour::default()).await;
-    let other = Misbehaviour {
-        head_delay: Some(Duration::from_millis(150)),
-        ..Misbehaviour::default()
-    };
-    let other = origin(8, other).await;
+    let other = far_origin(8, 150).await;
     let bytes = transfer(&[&fast, &other]).await;
     // A tie keeps the first answer's object: every byte is the fast mirror's.
     assert_eq!(bytes, object_bytes(7, ByteRange::new(0, SIZE)));
+    // The case is reached: the other mirror was asked ahead.
     assert_eq!(
         asked_from(&other, SECOND_HALF_ASKED),
-        [format!("bytes={SECOND_HALF_ASKED}-")],
-        "the case is reached: {:?}",
-        other.ranges_asked()
+        [format!("bytes={SECOND_HALF_ASKED}-")]
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mirrors_answering_out_of_the_order_given_still_continue_their_responses_asked_ahead() {
-    let delayed = |ms| Misbehaviour {
-        head_delay: Some(Duration::from_millis(ms)),
-        ..Misbehaviour::default()
-    };
     let fast = origin(7, Misbehaviour::default()).await;
     // Given second, answers last.
-    let farther = origin(7, delayed(250)).await;
-    let far = origin(7, delayed(120)).await;
+    let farther = far_origin(7, 250).await;
+    let far = far_origin(7, 120).await;
     let bytes = transfer(&[&fast, &farther, &far]).await;
     assert_eq!(bytes, object_bytes(7, ByteRange::new(0, SIZE)));
     // The first split of three equal priors, in the order given: a third each, the second and
@@ -245,12 +251,7 @@ async fn mirrors_answering_out_of_the_order_given_still_continue_their_responses
     let third = SIZE.div_ceil(3);
     let starts = [third - 64, 2 * third - 64];
     for (o, from) in [(&farther, starts[0]), (&far, starts[1])] {
-        assert_eq!(
-            asked_from(o, from),
-            [format!("bytes={from}-")],
-            "{:?}",
-            o.ranges_asked()
-        );
+        assert_continued(o, from);
         // Nor was it asked for the other's first range: the split followed the order given.
         let other = starts.iter().find(|&&s| s != from).copied().unwrap_or(0);
         assert_eq!(asked_from(o, other), Vec::<String>::new());
@@ -260,11 +261,7 @@ async fn mirrors_answering_out_of_the_order_given_still_continue_their_responses
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_request_is_sent_ahead_to_a_host_allowed_one_connection() {
     let fast = origin(7, Misbehaviour::default()).await;
-    let far = Misbehaviour {
-        head_delay: Some(Duration::from_millis(150)),
-        ..Misbehaviour::default()
-    };
-    let far = origin(7, far).await;
+    let far = far_origin(7, 150).await;
     let bytes = transfer_with(engine(1), &[&fast, &far], None).await;
     assert_eq!(bytes, object_bytes(7, ByteRange::new(0, SIZE)));
     // Its first fetch asked for its range itself, closed at the end of its share.
@@ -277,11 +274,7 @@ async fn no_request_is_sent_ahead_to_a_host_allowed_one_connection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_is_asked_ahead_when_remembered_rates_make_the_split_hang_on_the_round_trips() {
     let fast = origin(7, Misbehaviour::default()).await;
-    let far = Misbehaviour {
-        head_delay: Some(Duration::from_millis(150)),
-        ..Misbehaviour::default()
-    };
-    let far = origin(7, far).await;
+    let far = far_origin(7, 150).await;
     // Each source's first share is then what it can do by the fluid end after its setup,
     // which the probes still out have not told.
     let remembered = Remembered {
