@@ -107,7 +107,8 @@ pub trait Scheme: Send + Sync {
     /// another source's probe saw it) and keeps the response, like a primed probe's, for the
     /// first fetch of `endpoint` that starts at `offset`: that fetch continues it once it has
     /// checked the response against its own probe (a response of another object is dropped
-    /// and the fetch sends its request), and waits for its head if it is still coming. The
+    /// and the fetch sends its request), and waits for its head if it is still coming (not
+    /// much longer than the probe took: a head later than that is held up). The
     /// engine calls it while the source's probe is still out, once the first of several
     /// sources has answered, with the offset the first split will give the source: its first
     /// bytes then arrive as if the transfer had started when the first answer came

@@ -88,6 +88,10 @@ pub struct Misbehaviour {
     pub corrupt_pieces: Option<CorruptPieces>,
     /// Answer each request this much later (a distant mirror: its probe answers late).
     pub head_delay: Option<Duration>,
+    /// Answer each request for a range open at its far end and starting past byte 0
+    /// (`bytes=N-`, what a request ahead asks for) this much later, on top of `head_delay`
+    /// (a server that holds a second connection in its backlog).
+    pub open_range_delay: Option<Duration>,
 }
 
 /// Damaged pieces: the object in pieces of `length` bytes, of which every `every`-th
@@ -329,9 +333,9 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>) {
                 let state = state.clone();
                 let n = served_here.fetch_add(1, Ordering::SeqCst) + 1;
                 async move {
-                    let delay = state.misbehaviour().head_delay;
-                    if let Some(d) = delay {
-                        tokio::time::sleep(d).await;
+                    let delay = late_by(&state.misbehaviour(), &req);
+                    if !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
                     }
                     Ok::<_, Infallible>(respond(&state, &req, n))
                 }
@@ -343,6 +347,19 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>) {
                 .await;
         });
     }
+}
+
+/// How much later than at once `req` is answered ([`Misbehaviour::head_delay`],
+/// [`Misbehaviour::open_range_delay`]).
+fn late_by(mis: &Misbehaviour, req: &Request<Incoming>) -> Duration {
+    let open_past_0 = req
+        .headers()
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|r| r.strip_prefix("bytes="))
+        .is_some_and(|r| r.ends_with('-') && r != "0-");
+    let open = mis.open_range_delay.filter(|_| open_past_0);
+    mis.head_delay.unwrap_or_default() + open.unwrap_or_default()
 }
 
 /// The answer to one request; `nth` counts requests on this connection from 1.

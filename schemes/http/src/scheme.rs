@@ -43,7 +43,7 @@ use crate::stats::{HttpStats, Stats};
 /// * A request ahead ([`Scheme::request_ahead`]) asks for `bytes=OFFSET-` and keeps a `206`
 ///   naming `OFFSET-(S-1)/S` for the first fetch from that offset, which continues it once its
 ///   ETag, Last-Modified and total length are the fetch's probe's (otherwise it sends its own
-///   request), waiting for its head while it is coming.
+///   request), waiting for its head while it is coming for at most twice what the probe took.
 pub struct HttpScheme {
     options: HttpOptions,
     plain: Arc<dyn Connector>,
@@ -502,9 +502,11 @@ impl HttpScheme {
     }
 
     /// The held response `arrival` when it describes the fetch's object (its validators and
-    /// total length are the probe's), its head awaited for at most [`PRIMED_TTL`] while the
-    /// fetch still wants bytes; `None` (the response dropped) when the fetch must send its own
-    /// request. The session is reported as primed when the head was already in.
+    /// total length are the probe's), its head awaited while the fetch still wants bytes for
+    /// at most twice what the probe took ([`patience`]: a request ahead went out before this
+    /// fetch, so a head later than that is held up, as in the backlog of a server that serves
+    /// one connection at a time); `None` (the response dropped) when the fetch must send its
+    /// own request. The session is reported as primed when the head was already in.
     async fn continue_held(&self, req: &FetchRequest, arrival: Arrival) -> Option<Waiting> {
         let (w, ready) = match arrival {
             Arrival::Ready(w) => (*w, true),
@@ -512,7 +514,7 @@ impl HttpScheme {
                 let w = tokio::select! {
                     biased;
                     _ = req.writer.exhausted() => None,
-                    r = tokio::time::timeout(PRIMED_TTL, rx) => r.ok().and_then(|r| r.ok()).flatten(),
+                    r = tokio::time::timeout(patience(&req.expect), rx) => r.ok().and_then(|r| r.ok()).flatten(),
                 };
                 (w?, false)
             }
@@ -680,6 +682,13 @@ async fn body_ends_here(body: &mut Incoming, idle: Duration, end: u64) -> Result
         }
     }
     Ok(false)
+}
+
+/// How long a fetch waits for the head of a response asked ahead for it: twice what its
+/// source's probe took (dial and first byte), at least 20 ms, at most [`PRIMED_TTL`].
+fn patience(expect: &Probe) -> Duration {
+    let probe = expect.connect + expect.first_byte;
+    (probe * 2).clamp(Duration::from_millis(20), PRIMED_TTL)
 }
 
 /// A body that runs past the object's probed size.

@@ -98,6 +98,35 @@ async fn a_fetch_waits_for_the_response_asked_ahead_while_it_is_coming() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_gives_up_on_a_response_asked_ahead_that_is_held_up_and_asks_itself() {
+    // The request ahead is answered 1 s late (a server that holds a second connection in its
+    // backlog); the probe and the fetch's own request at once.
+    let held_up = Misbehaviour {
+        open_range_delay: Some(Duration::from_secs(1)),
+        ..Misbehaviour::default()
+    };
+    let o = origin(7, held_up).await;
+    let s = scheme();
+    let ep = endpoint(&o);
+    let probe = bounded(s.probe(&ep)).await.expect("probe");
+    let range = ByteRange::new(8192, 65536);
+    let sink = Arc::new(MemorySink::new(SIZE as usize));
+    let url = o.url("/object");
+    let ahead = s.request_ahead(&ep, 8192, SIZE);
+    let fetched = async {
+        let outcome = fetch(&s, &url, &probe, range, &sink).await;
+        // Seen as the fetch ends, before the request ahead is answered.
+        (outcome, asked_from(&o, 8192))
+    };
+    let (_, (outcome, asked)) = bounded(async { tokio::join!(ahead, fetched) }).await;
+    assert!(matches!(outcome, FetchOutcome::Completed), "{outcome:?}");
+    assert_eq!(&sink.contents()[8192..65536], &object_bytes(7, range)[..]);
+    // Its own request was answered; the one ahead was still held (an origin records a
+    // range as it answers it).
+    assert_eq!(asked, ["bytes=8192-65535"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_response_asked_ahead_that_describes_another_object_is_never_continued() {
     let o = origin(7, Misbehaviour::default()).await;
     let s = scheme();
