@@ -27,8 +27,9 @@ use tokio::time::Instant;
 ///
 /// A request ahead opens a second connection to a host whose probe is still out: none is sent
 /// when the ceilings would not allow that ([`Config::per_host`](hydra_core::Config::per_host)
-/// under 2, or [`Config::total`](hydra_core::Config::total) under the probes' connections
-/// and these), nor when primed responses are off (a resume).
+/// or the scheme's own `max_connections_per_host` under 2, or
+/// [`Config::total`](hydra_core::Config::total) under the probes' connections and these),
+/// nor when primed responses are off (a resume).
 pub(super) fn send(
     opts: &EngineOptions,
     given: usize,
@@ -54,6 +55,10 @@ pub(super) fn send(
         let Some(&offset) = starts.get(&(k + 1)) else {
             continue;
         };
+        let cap = input.scheme.capabilities().max_connections_per_host;
+        if cap.is_some_and(|m| m < 2) {
+            continue;
+        }
         let input = input.clone();
         tokio::spawn(async move {
             let ep = &input.endpoint;

@@ -9,9 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{bounded, fetch, scheme};
-use hydra_core::{ByteRange, Concurrency, Config, Remembered};
+use hydra_core::{ByteRange, Capabilities, Concurrency, Config, Remembered};
 use hydra_scheme::engine::{Engine, EngineOptions, SourceInput};
-use hydra_scheme::{Endpoint, FetchOutcome, MemorySink, Probe, RangeSet, Scheme};
+use hydra_scheme::{
+    Endpoint, FetchOutcome, FetchRequest, MemorySink, Probe, RangeSet, Scheme, SchemeError,
+};
 use hydra_scheme_http::origin::{object_bytes, Misbehaviour, Origin, OriginConfig};
 use hydra_scheme_http::HttpScheme;
 
@@ -194,12 +196,17 @@ fn engine(per_host: usize) -> Engine {
 /// Probes `origins` with [`Engine::probe_first`], runs the transfer with the sources that join
 /// late, and returns the bytes.
 async fn transfer(origins: &[&Origin]) -> Vec<u8> {
-    transfer_with(engine(4), origins, None).await
+    transfer_with(engine(4), scheme(), origins, None).await
 }
 
-/// [`transfer`] by `e`, every source with `remembered` as what an earlier transfer learned.
-async fn transfer_with(e: Engine, origins: &[&Origin], remembered: Option<Remembered>) -> Vec<u8> {
-    let s: Arc<dyn Scheme> = scheme();
+/// [`transfer`] by `e` through `s`, every source with `remembered` as what an earlier
+/// transfer learned.
+async fn transfer_with(
+    e: Engine,
+    s: Arc<dyn Scheme>,
+    origins: &[&Origin],
+    remembered: Option<Remembered>,
+) -> Vec<u8> {
     let inputs: Vec<SourceInput> = origins
         .iter()
         .map(|o| SourceInput {
@@ -291,7 +298,7 @@ async fn mirrors_answering_out_of_the_order_given_still_continue_their_responses
 async fn no_request_is_sent_ahead_to_a_host_allowed_one_connection() {
     let fast = origin(7, Misbehaviour::default()).await;
     let far = far_origin(7, 150).await;
-    let bytes = transfer_with(engine(1), &[&fast, &far], None).await;
+    let bytes = transfer_with(engine(1), scheme(), &[&fast, &far], None).await;
     assert_eq!(bytes, object_bytes(7, ByteRange::new(0, SIZE)));
     // Its first fetch asked for its range itself, closed at the end of its share.
     assert_eq!(
@@ -312,7 +319,7 @@ async fn nothing_is_asked_ahead_when_remembered_rates_make_the_split_hang_on_the
         additivity: None,
         conn_rate: Some(4e6),
     };
-    let bytes = transfer_with(engine(4), &[&fast, &far], Some(remembered)).await;
+    let bytes = transfer_with(engine(4), scheme(), &[&fast, &far], Some(remembered)).await;
     assert_eq!(bytes, object_bytes(7, ByteRange::new(0, SIZE)));
     let open_ended = far
         .ranges_asked()
@@ -321,4 +328,47 @@ async fn nothing_is_asked_ahead_when_remembered_rates_make_the_split_hang_on_the
         .filter(|r| r.ends_with('-'))
         .count();
     assert_eq!(open_ended, 0, "{:?}", far.ranges_asked());
+}
+
+/// HTTP under a protocol ceiling of one connection per host.
+struct OnePerHost(Arc<HttpScheme>);
+
+#[async_trait::async_trait]
+impl Scheme for OnePerHost {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn url_schemes(&self) -> &[&'static str] {
+        self.0.url_schemes()
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.0.capabilities().with_max_connections_per_host(Some(1))
+    }
+    async fn probe(&self, endpoint: &Endpoint) -> Result<Probe, SchemeError> {
+        self.0.probe(endpoint).await
+    }
+    async fn request_ahead(
+        &self,
+        endpoint: &Endpoint,
+        offset: u64,
+        size: u64,
+    ) -> Result<(), SchemeError> {
+        self.0.request_ahead(endpoint, offset, size).await
+    }
+    async fn fetch(&self, request: FetchRequest) -> FetchOutcome {
+        self.0.fetch(request).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_request_is_sent_ahead_through_a_scheme_that_allows_one_connection_per_host() {
+    let fast = origin(7, Misbehaviour::default()).await;
+    let far = far_origin(7, 150).await;
+    let s: Arc<dyn Scheme> = Arc::new(OnePerHost(scheme()));
+    let bytes = transfer_with(engine(4), s, &[&fast, &far], None).await;
+    assert_eq!(bytes, object_bytes(7, ByteRange::new(0, SIZE)));
+    assert_eq!(
+        asked_from(&far, SECOND_HALF_ASKED),
+        [format!("bytes={SECOND_HALF_ASKED}-{}", SIZE - 1)]
+    );
 }
