@@ -75,8 +75,9 @@ const UNKNOWN: Duration = Duration::from_secs(1);
 
 /// Where the first split starts each source's first fetch, by its position in the transfer
 /// (`first` at 0, then `pending` in order), with `unknown` for the primed response's head
-/// start and the pending sources' setups and round trips; a source that the split gives
-/// nothing is absent.
+/// start and the pending sources' setups and round trips. A source that the split gives
+/// nothing is absent, and so is one it gives several fetches: they are sent at once, and the
+/// one from another offset may reach the scheme first and drop the response.
 fn first_starts(
     opts: &EngineOptions,
     first: &ProbedSource,
@@ -98,14 +99,23 @@ fn first_starts(
     }
     let mut sched = Scheduler::new(first.probe.size, specs, opts.config.clone());
     sched.tick(Duration::ZERO);
-    let mut starts = BTreeMap::new();
+    let mut requests: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
     while let Some(a) = sched.poll_action() {
         if let Action::Request { source, range, .. } = a {
             // A stream from a source with ranges is asked from a few bytes early, to prove
             // its offset (see `integrity`).
             let asked = range.lo - range.lo.min(PROOF_BYTES);
-            starts.entry(usize::from(source.0)).or_insert(asked);
+            requests
+                .entry(usize::from(source.0))
+                .or_default()
+                .push(asked);
         }
     }
-    starts
+    requests
+        .into_iter()
+        .filter_map(|(src, asked)| match asked[..] {
+            [one] => Some((src, one)),
+            _ => None,
+        })
+        .collect()
 }

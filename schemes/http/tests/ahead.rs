@@ -182,9 +182,14 @@ async fn a_response_asked_ahead_past_the_end_of_the_object_is_refused() {
 /// One connection per source, and a transfer that waits for every probe (the first split then
 /// has every source in it, whichever answers last).
 fn engine(per_host: usize) -> Engine {
+    engine_opening(per_host, 1)
+}
+
+/// [`engine`], each source opening `n` connections.
+fn engine_opening(per_host: usize, n: usize) -> Engine {
     Engine::new(EngineOptions {
         config: Config {
-            concurrency: Concurrency::Fixed(1),
+            concurrency: Concurrency::Fixed(n),
             per_host,
             ..Config::default()
         },
@@ -371,4 +376,20 @@ async fn no_request_is_sent_ahead_through_a_scheme_that_allows_one_connection_pe
         asked_from(&far, SECOND_HALF_ASKED),
         [format!("bytes={SECOND_HALF_ASKED}-{}", SIZE - 1)]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_request_is_sent_ahead_to_a_source_whose_first_split_opens_several_fetches() {
+    // Its fetches are sent at once, and the one from another offset could drop the response.
+    let fast = origin(7, Misbehaviour::default()).await;
+    let far = far_origin(7, 150).await;
+    let bytes = transfer_with(engine_opening(4, 2), scheme(), &[&fast, &far], None).await;
+    assert_eq!(bytes, object_bytes(7, ByteRange::new(0, SIZE)));
+    let open_ended = far
+        .ranges_asked()
+        .into_iter()
+        .flatten()
+        .filter(|r| r.ends_with('-'))
+        .count();
+    assert_eq!(open_ended, 0, "{:?}", far.ranges_asked());
 }
