@@ -230,6 +230,24 @@ async fn transfer_with(
     .await
 }
 
+/// Transfers from a near mirror and a far one (still probing when the near one answers) by
+/// `e` through `s`, both with `remembered`; checks the bytes and that the far mirror was asked
+/// nothing ahead (no `bytes=N-` range). Returns the far mirror.
+async fn not_asked_ahead(e: Engine, s: Arc<dyn Scheme>, remembered: Option<Remembered>) -> Origin {
+    let fast = origin(7, Misbehaviour::default()).await;
+    let far = far_origin(7, 150).await;
+    let bytes = transfer_with(e, s, &[&fast, &far], remembered).await;
+    assert_eq!(bytes, object_bytes(7, ByteRange::new(0, SIZE)));
+    let open_ended = far
+        .ranges_asked()
+        .into_iter()
+        .flatten()
+        .filter(|r| r.ends_with('-'))
+        .count();
+    assert_eq!(open_ended, 0, "{:?}", far.ranges_asked());
+    far
+}
+
 /// Where the engine's first split starts the second of two mirrors of equal priors: half
 /// way, less the bytes a stream asks for to prove its offset.
 const SECOND_HALF_ASKED: u64 = SIZE / 2 - 64;
@@ -301,10 +319,7 @@ async fn mirrors_answering_out_of_the_order_given_still_continue_their_responses
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_request_is_sent_ahead_to_a_host_allowed_one_connection() {
-    let fast = origin(7, Misbehaviour::default()).await;
-    let far = far_origin(7, 150).await;
-    let bytes = transfer_with(engine(1), scheme(), &[&fast, &far], None).await;
-    assert_eq!(bytes, object_bytes(7, ByteRange::new(0, SIZE)));
+    let far = not_asked_ahead(engine(1), scheme(), None).await;
     // Its first fetch asked for its range itself, closed at the end of its share.
     assert_eq!(
         asked_from(&far, SECOND_HALF_ASKED),
@@ -314,8 +329,6 @@ async fn no_request_is_sent_ahead_to_a_host_allowed_one_connection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_is_asked_ahead_when_remembered_rates_make_the_split_hang_on_the_round_trips() {
-    let fast = origin(7, Misbehaviour::default()).await;
-    let far = far_origin(7, 150).await;
     // Each source's first share is then what it can do by the fluid end after its setup,
     // which the probes still out have not told.
     let remembered = Remembered {
@@ -324,15 +337,7 @@ async fn nothing_is_asked_ahead_when_remembered_rates_make_the_split_hang_on_the
         additivity: None,
         conn_rate: Some(4e6),
     };
-    let bytes = transfer_with(engine(4), scheme(), &[&fast, &far], Some(remembered)).await;
-    assert_eq!(bytes, object_bytes(7, ByteRange::new(0, SIZE)));
-    let open_ended = far
-        .ranges_asked()
-        .into_iter()
-        .flatten()
-        .filter(|r| r.ends_with('-'))
-        .count();
-    assert_eq!(open_ended, 0, "{:?}", far.ranges_asked());
+    not_asked_ahead(engine(4), scheme(), Some(remembered)).await;
 }
 
 /// HTTP under a protocol ceiling of one connection per host.
@@ -367,11 +372,8 @@ impl Scheme for OnePerHost {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_request_is_sent_ahead_through_a_scheme_that_allows_one_connection_per_host() {
-    let fast = origin(7, Misbehaviour::default()).await;
-    let far = far_origin(7, 150).await;
     let s: Arc<dyn Scheme> = Arc::new(OnePerHost(scheme()));
-    let bytes = transfer_with(engine(4), s, &[&fast, &far], None).await;
-    assert_eq!(bytes, object_bytes(7, ByteRange::new(0, SIZE)));
+    let far = not_asked_ahead(engine(4), s, None).await;
     assert_eq!(
         asked_from(&far, SECOND_HALF_ASKED),
         [format!("bytes={SECOND_HALF_ASKED}-{}", SIZE - 1)]
@@ -381,15 +383,5 @@ async fn no_request_is_sent_ahead_through_a_scheme_that_allows_one_connection_pe
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_request_is_sent_ahead_to_a_source_whose_first_split_opens_several_fetches() {
     // Its fetches are sent at once, and the one from another offset could drop the response.
-    let fast = origin(7, Misbehaviour::default()).await;
-    let far = far_origin(7, 150).await;
-    let bytes = transfer_with(engine_opening(4, 2), scheme(), &[&fast, &far], None).await;
-    assert_eq!(bytes, object_bytes(7, ByteRange::new(0, SIZE)));
-    let open_ended = far
-        .ranges_asked()
-        .into_iter()
-        .flatten()
-        .filter(|r| r.ends_with('-'))
-        .count();
-    assert_eq!(open_ended, 0, "{:?}", far.ranges_asked());
+    not_asked_ahead(engine_opening(4, 2), scheme(), None).await;
 }
