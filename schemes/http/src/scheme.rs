@@ -559,9 +559,10 @@ impl HttpScheme {
         };
         let asked = ByteRange::new(start, hi);
         // A response held for this endpoint from `start` (a primed probe's, or a request sent
-        // ahead) continues as this fetch. A fetch starting elsewhere leaves it: a lone
-        // source's first split asks for all its fetches at once, and the one from 0 may come
-        // second. One no fetch takes is dropped after `PRIMED_TTL`.
+        // ahead) continues as this fetch. A fetch starting elsewhere leaves one held from 0 (a
+        // lone source's first split asks for all its fetches at once, and the one from 0 may
+        // come second) and drops one held from elsewhere (the split made is not the one it was
+        // asked ahead for). One no fetch takes is dropped after `PRIMED_TTL`.
         let held = match self.primed.take(&req.endpoint, start) {
             Some(arrival) => self.continue_held(req, arrival).await,
             None => None,
